@@ -1,0 +1,54 @@
+// hedge/core/executor.hpp: how a kernel's independent work is spread over threads.
+//
+// Kernels never start threads. They describe work as a range [0, n) of
+// independent items (row tiles, KV splits) and hand a body to an executor:
+//
+//   exec.parallel_for(n, [&](std::size_t begin, std::size_t end) { ... });
+//
+// The executor calls the body on disjoint contiguous sub-ranges that cover
+// [0, n) exactly once and returns when all have finished. Each item's result
+// depends only on the item, so the output is identical for any thread count.
+// `exec::serial` (the default everywhere) runs the body inline; the OS thread
+// pool lives in hedge/core/thread_pool.hpp, which firmware builds do not include.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+
+#include "hedge/core/function_ref.hpp"
+
+namespace hedge {
+
+/// A type that runs a range body, possibly in parallel (see file comment).
+template <class E>
+concept Executor = requires(E& e, const E& ce, std::size_t n, function_ref<void(std::size_t, std::size_t)> body) {
+  { ce.concurrency() } -> std::convertible_to<std::size_t>;
+  e.parallel_for(n, body);
+};
+
+/// The sub-range [begin, end) of part `part` when [0, n) is cut into `parts`
+/// near-equal contiguous pieces. Shared by every executor so splits agree.
+struct range {
+  std::size_t begin;
+  std::size_t end;
+};
+constexpr range split_range(std::size_t n, std::size_t parts, std::size_t part) noexcept {
+  return {n * part / parts, n * (part + 1) / parts};
+}
+
+namespace exec {
+
+/// Runs every body inline on the calling thread.
+struct serial {
+  static constexpr std::size_t concurrency() noexcept { return 1; }
+  template <class Body>
+  constexpr void parallel_for(std::size_t n, Body&& body) const {
+    if (n != 0) body(std::size_t{0}, n);
+  }
+};
+
+}  // namespace exec
+
+static_assert(Executor<exec::serial>);
+
+}  // namespace hedge

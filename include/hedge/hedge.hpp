@@ -1,0 +1,13 @@
+// hedge/hedge.hpp: every portable hedge header (no OS-dependent ones: those,
+// such as hedge/core/thread_pool.hpp, are included explicitly). The header
+// check test fails when a portable header is missing here.
+#pragma once
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/config.hpp"
+#include "hedge/core/executor.hpp"
+#include "hedge/core/function_ref.hpp"
+#include "hedge/core/half.hpp"
+#include "hedge/core/result.hpp"
+#include "hedge/core/storage.hpp"
+#include "hedge/core/view.hpp"

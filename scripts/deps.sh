@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hedge's build, tests and benchmarks need, when missing.
+# Non-interactive (CI has no stdin); uses sudo only when not already root.
+set -euo pipefail
+packages=(cmake ninja-build g++ clang libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
+          libbenchmark-dev gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
+          g++-aarch64-linux-gnu qemu-user)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "hedge: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo -n)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" \
+    || { "${sudo_cmd[@]}" apt-get update && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
+fi

@@ -1,0 +1,126 @@
+#include "hedge/core/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "hedge/core/thread_pool.hpp"
+
+namespace {
+
+// A user-written executor: runs each item's range in reverse order of parts.
+// Modelling the concept is all it takes to drop into any kernel.
+struct reverse_executor {
+  std::size_t parts = 3;
+  std::size_t concurrency() const { return parts; }
+  template <class Body>
+  void parallel_for(std::size_t n, Body&& body) {
+    for (std::size_t p = parts; p-- > 0;) {
+      const auto r = hedge::split_range(n, parts, p);
+      if (r.begin != r.end) body(r.begin, r.end);
+    }
+  }
+};
+static_assert(hedge::Executor<reverse_executor>);
+static_assert(hedge::Executor<hedge::exec::serial>);
+static_assert(hedge::Executor<hedge::exec::thread_pool>);
+
+struct not_an_executor {
+  void parallel_for(std::size_t, int) {}
+};
+static_assert(!hedge::Executor<not_an_executor>);
+
+// A "kernel" written against the concept: squares each element of [0, n).
+template <hedge::Executor E>
+void square_all(E& exec, std::vector<long>& out) {
+  exec.parallel_for(out.size(), [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) out[i] = static_cast<long>(i * i);
+  });
+}
+
+template <hedge::Executor E>
+void expect_covers_exactly_once(E& exec, std::size_t n) {
+  std::vector<std::atomic<int>> hits(n);
+  exec.parallel_for(n, [&](std::size_t b, std::size_t e) {
+    ASSERT_LE(b, e);
+    for (std::size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+}
+
+}  // namespace
+
+TEST(Executor, SplitRangeCoversWithoutGaps) {
+  for (std::size_t n : {0u, 1u, 7u, 100u, 4096u})
+    for (std::size_t parts = 1; parts <= 9; ++parts) {
+      std::size_t next = 0;
+      for (std::size_t p = 0; p < parts; ++p) {
+        const auto r = hedge::split_range(n, parts, p);
+        EXPECT_EQ(r.begin, next);
+        EXPECT_LE(r.end - r.begin, n / parts + 1);
+        next = r.end;
+      }
+      EXPECT_EQ(next, n);
+    }
+}
+
+TEST(Executor, EveryExecutorGivesTheSameResult) {
+  std::vector<long> expected(1000), a(1000), b(1000), c(1000);
+  hedge::exec::serial serial;
+  square_all(serial, expected);
+  reverse_executor rev;
+  square_all(rev, a);
+  hedge::exec::thread_pool pool(4);
+  square_all(pool, b);
+  hedge::exec::thread_pool one(1);
+  square_all(one, c);
+  EXPECT_EQ(a, expected);
+  EXPECT_EQ(b, expected);
+  EXPECT_EQ(c, expected);
+}
+
+TEST(ThreadPool, CoversEveryItemExactlyOnceForManyShapes) {
+  for (std::size_t threads : {1u, 2u, 3u, 8u}) {
+    hedge::exec::thread_pool pool(threads);
+    EXPECT_EQ(pool.concurrency(), threads);
+    for (std::size_t n : {0u, 1u, 2u, 3u, 5u, 64u, 1001u}) expect_covers_exactly_once(pool, n);
+  }
+}
+
+TEST(ThreadPool, UsesSeveralThreadsAndManyBackToBackCalls) {
+  hedge::exec::thread_pool pool(2);
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  long total = 0;
+  for (int call = 0; call < 20000; ++call) {
+    std::atomic<long> sum{0};
+    pool.parallel_for(16, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) sum += static_cast<long>(i);
+      if (call % 1000 == 0) {
+        std::lock_guard lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+    });
+    total += sum;
+  }
+  EXPECT_EQ(total, 20000L * 120);
+  EXPECT_EQ(ids.size(), 2u);
+}
+
+TEST(ThreadPool, SeveralClientThreadsAreSerialised) {
+  hedge::exec::thread_pool pool(3);
+  std::vector<std::thread> clients;
+  std::atomic<long> total{0};
+  for (int t = 0; t < 4; ++t)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 500; ++i)
+        pool.parallel_for(10, [&](std::size_t b, std::size_t e) { total += static_cast<long>(e - b); });
+    });
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(total.load(), 4L * 500 * 10);
+}

@@ -1,0 +1,35 @@
+# Build tests/package/consumer against hedge in one of the documented ways and
+# run it: cmake -DMODE=find_package|add_subdirectory|fetchcontent -DHEDGE_ROOT= -DBINARY= -DCOMPILER= -P run.cmake
+file(REMOVE_RECURSE ${BINARY})
+set(consumer_args -DHEDGE_CONSUME=${MODE} -DHEDGE_ROOT=${HEDGE_ROOT} -DCMAKE_CXX_COMPILER=${COMPILER})
+if(MODE STREQUAL "find_package")
+  # Install hedge (no tests, benchmarks or examples) into a private prefix first.
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${HEDGE_ROOT} -B ${BINARY}/hedge-build -G Ninja
+                          -DHEDGE_BUILD_TESTS=OFF -DHEDGE_BUILD_BENCH=OFF -DHEDGE_BUILD_EXAMPLES=OFF
+                          -DHEDGE_INSTALL=ON RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY}/hedge-build --prefix ${BINARY}/prefix RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "installing hedge failed")
+  endif()
+  file(GLOB_RECURSE installed_cmake ${BINARY}/prefix/*.cmake)
+  foreach(f IN LISTS installed_cmake)
+    file(READ ${f} text)
+    if(text MATCHES "Eigen")
+      message(FATAL_ERROR "installed package file ${f} mentions Eigen: consumers must not need it")
+    endif()
+  endforeach()
+  list(APPEND consumer_args -DCMAKE_PREFIX_PATH=${BINARY}/prefix)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${CMAKE_CURRENT_LIST_DIR}/consumer -B ${BINARY}/consumer -G Ninja ${consumer_args}
+                RESULT_VARIABLE rc)
+if(rc EQUAL 0)
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY}/consumer RESULT_VARIABLE rc)
+endif()
+if(rc EQUAL 0)
+  execute_process(COMMAND ${BINARY}/consumer/hedge_consumer RESULT_VARIABLE rc)
+endif()
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer via ${MODE} failed")
+endif()
