@@ -1,0 +1,22 @@
+# The README's example must compile and run: extract its first ```cpp block and
+# build it against the source tree. cmake -DHEDGE_ROOT= -DBINARY= -DCOMPILER= -P run.cmake
+file(READ ${HEDGE_ROOT}/README.md readme)
+string(FIND "${readme}" "```cpp\n" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "README.md has no ```cpp example")
+endif()
+math(EXPR start "${start} + 7")
+string(SUBSTRING "${readme}" ${start} -1 rest)
+string(FIND "${rest}" "```" stop)
+string(SUBSTRING "${rest}" 0 ${stop} example)
+file(MAKE_DIRECTORY ${BINARY})
+file(WRITE ${BINARY}/readme_example.cpp "${example}")
+execute_process(COMMAND ${COMPILER} -std=c++20 -Wall -Wextra -Werror -O1 -I${HEDGE_ROOT}/include
+                        ${BINARY}/readme_example.cpp -o ${BINARY}/readme_example -pthread RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the README example does not compile")
+endif()
+execute_process(COMMAND ${BINARY}/readme_example RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the README example exits with ${rc}")
+endif()
