@@ -1,0 +1,139 @@
+// bench/common/report.hpp: how every hedge benchmark registers, names and
+// reports itself, so scripts/bench.sh can build one per-CPU report from the
+// Google Benchmark JSON of any bench binary.
+//
+// Names: `<kernel>/<variant>/<shape>/<hot|cold>/threads:<n>`, built by
+// benchmark_name(), e.g. `gemv/q4_0/avx2/4096x11008/cold/threads:2`. The
+// kernel may have several segments; the variant is the first segment that is
+// an arch tag name (scalar, avx2, avxvnni, avx512bw, avx512vnni, neon,
+// neon_dotprod, amx), optionally followed by `_suffix` (`avx2_repacked`). The
+// report compares variants of the same kernel, shape, residency and threads.
+//
+// Counters: set_bandwidth_counters() sets bytes_per_second and `bw_fraction`
+// (that rate over the read bandwidth measured at the same thread count, see
+// bandwidth.hpp); set_flops_counters() sets `GFLOPs`. A family opens with
+// begin_family(), which registers `<family>/bandwidth`: it runs right before
+// the family's benchmarks and re-measures the bandwidth they are compared to.
+//
+// Timing: kernels run on pool(threads), so worker time is invisible to the
+// main thread's CPU clock; register_benchmark() therefore times in real time.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/bandwidth.hpp"
+#include "common/pool.hpp"
+
+namespace hedge::bench {
+
+namespace detail {
+struct bandwidth_figure {
+  double bytes_per_second = 0.0;
+  std::chrono::steady_clock::time_point measured;
+};
+struct bandwidth_cache {
+  std::mutex mutex;
+  std::map<std::size_t, bandwidth_figure> by_threads;
+};
+inline bandwidth_cache& cache() {
+  static bandwidth_cache instance;
+  return instance;
+}
+/// A figure older than this is re-measured on next use even inside a family,
+/// for runs whose filter skips the `<family>/bandwidth` entries.
+inline constexpr std::chrono::seconds bandwidth_max_age{60};
+}  // namespace detail
+
+/// Drops every cached bandwidth figure: the next use re-measures.
+inline void remeasure_bandwidth() {
+  auto& c = detail::cache();
+  const std::lock_guard lock(c.mutex);
+  c.by_threads.clear();
+}
+
+/// Read bandwidth (bytes/s) at `threads` threads: the cached figure, measured
+/// now when there is none or it is older than detail::bandwidth_max_age.
+inline double measured_bandwidth(std::size_t threads) {
+  auto& c = detail::cache();
+  {
+    const std::lock_guard lock(c.mutex);
+    const auto it = c.by_threads.find(threads);
+    if (it != c.by_threads.end() && std::chrono::steady_clock::now() - it->second.measured < detail::bandwidth_max_age) {
+      return it->second.bytes_per_second;
+    }
+  }
+  const double figure = read_bandwidth(threads);
+  const std::lock_guard lock(c.mutex);
+  c.by_threads[threads] = {figure, std::chrono::steady_clock::now()};
+  return figure;
+}
+
+/// Sets bytes_per_second (bytes_per_iteration per iteration), `bw_fraction`
+/// (that over measured_bandwidth(threads)) and `read_bw` (the figure itself).
+inline void set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration, std::size_t threads) {
+  const double bytes = bytes_per_iteration * double(state.iterations());
+  const double bandwidth = measured_bandwidth(threads);
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+  state.counters["bw_fraction"] = benchmark::Counter(bytes / bandwidth, benchmark::Counter::kIsRate);
+  state.counters["read_bw"] = benchmark::Counter(bandwidth);
+}
+
+/// Sets `GFLOPs`, the rate in 1e9 floating-point (or int8: integer) operations
+/// per second, from the operations one iteration performs.
+inline void set_flops_counters(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops_per_iteration * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+/// Whether the data a benchmark reads is in cache (`hot`: one buffer reused)
+/// or streamed from DRAM (`cold`: cycles through cold_buffer_count() buffers).
+enum class residency { hot, cold };
+
+/// `<kernel>/<variant>/<shape>/<hot|cold>/threads:<threads>` (see file comment).
+inline std::string benchmark_name(std::string_view kernel, std::string_view variant, std::string_view shape,
+                                  residency where, std::size_t threads) {
+  std::string name;
+  name.append(kernel).append("/").append(variant).append("/").append(shape);
+  name.append(where == residency::cold ? "/cold" : "/hot");
+  name.append("/threads:").append(std::to_string(threads));
+  return name;
+}
+
+/// Registers a benchmark timed in real time (see file comment), reported in
+/// microseconds. `body` is called as body(benchmark::State&).
+template <class Body>
+benchmark::internal::Benchmark* register_benchmark(const std::string& name, Body body) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::move(body))
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+/// Opens the family `family` (e.g. "gemv/q4_0"): registers `<family>/bandwidth`,
+/// which re-measures the read bandwidth at 1 thread and at every hardware
+/// thread right before the benchmarks registered after it run, and reports
+/// the figures as counters `read_bw_threads:<n>` (bytes/s).
+inline void begin_family(const std::string& family) {
+  register_benchmark(family + "/bandwidth",
+                     [](benchmark::State& state) {
+                       remeasure_bandwidth();
+                       for (auto _ : state) {
+                         for (std::size_t threads : thread_counts()) measured_bandwidth(threads);
+                       }
+                       for (std::size_t threads : thread_counts()) {
+                         state.counters["read_bw_threads:" + std::to_string(threads)] =
+                             benchmark::Counter(measured_bandwidth(threads));
+                       }
+                     })
+      ->Iterations(1)
+      ->Repetitions(1);
+}
+
+}  // namespace hedge::bench
