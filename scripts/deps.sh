@@ -3,7 +3,7 @@
 # Non-interactive (CI has no stdin); uses sudo only when not already root.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
-          libbenchmark-dev gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
+          libbenchmark-dev nlohmann-json3-dev gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
           g++-aarch64-linux-gnu qemu-user)
 missing=()
 for p in "${packages[@]}"; do

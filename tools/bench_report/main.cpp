@@ -1,0 +1,67 @@
+// hedge-bench-report: turns the Google Benchmark JSON of hedge bench binaries
+// into bench-report/<cpu>.md, <cpu>.json and <cpu>.svg (see scripts/bench.sh).
+//
+//   hedge-bench-report --out DIR [--command TEXT] RESULT.json...
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "render.hpp"
+#include "results.hpp"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr, "usage: hedge-bench-report --out DIR [--command TEXT] RESULT.json...\n");
+  return 2;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return bool(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hedge::tools::bench_report;
+  std::string out_dir, command = "./scripts/bench.sh";
+  std::vector<std::string> inputs;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+      out_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--command") == 0 && i + 1 < argc) {
+      command = argv[++i];
+    } else if (argv[i][0] == '-') {
+      return usage();
+    } else {
+      inputs.emplace_back(argv[i]);
+    }
+  }
+  if (out_dir.empty() || inputs.empty()) return usage();
+
+  report_builder builder;
+  for (const auto& path : inputs) {
+    std::ifstream in(path);
+    const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!builder.add(doc)) {
+      std::fprintf(stderr, "hedge-bench-report: %s is not Google Benchmark JSON output\n", path.c_str());
+      return 1;
+    }
+  }
+  const report r = std::move(builder).finish();
+  const std::string base = out_dir + "/" + slug(r.machine.cpu_name);
+  if (!write_file(base + ".md", to_markdown(r, command)) || !write_file(base + ".json", to_json(r).dump(2) + "\n") ||
+      !write_file(base + ".svg", to_svg(r))) {
+    std::fprintf(stderr, "hedge-bench-report: cannot write %s.{md,json,svg}\n", base.c_str());
+    return 1;
+  }
+  std::size_t cases = 0;
+  for (const auto& k : r.kernels) cases += k.cases.size();
+  std::printf("hedge-bench-report: %zu kernels, %zu cases -> %s.md, %s.json, %s.svg\n", r.kernels.size(), cases,
+              base.c_str(), base.c_str(), base.c_str());
+  return 0;
+}
