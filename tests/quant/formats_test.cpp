@@ -1,0 +1,298 @@
+// Block formats: ABI layout, hand-computed golden blocks, edge cases, the
+// BlockFormat concept (including a user-written format) and row round trips.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "hedge/quant/block_format.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
+
+namespace {
+
+namespace q = hedge::quant;
+
+// The block structs are GGUF's bytes: offsets, not just sizes, must agree.
+static_assert(offsetof(q::q8_0::block, qs) == 2);
+static_assert(offsetof(q::q4_0::block, qs) == 2);
+static_assert(offsetof(q::q4_k::block, dmin) == 2 && offsetof(q::q4_k::block, scales) == 4 &&
+              offsetof(q::q4_k::block, qs) == 16);
+static_assert(offsetof(q::q8_k::block, qs) == 4 && offsetof(q::q8_k::block, bsums) == 260);
+static_assert(static_cast<int>(q::q4_k::type_id) == 12 && static_cast<int>(q::bf16::type_id) == 30);
+static_assert(q::row_bytes<q::q4_0>(4096) == 128 * 18);
+
+/// A user-written format: 2 elements per block stored as int16 hundredths.
+/// It only has to provide the members the concept names.
+struct centi_pair {
+  static constexpr std::string_view name = "centi_pair";
+  static constexpr q::gguf_type type_id = q::gguf_type::f32;
+  static constexpr std::size_t block_elements = 2;
+  static constexpr float max_input = 327.f;
+  struct block {
+    std::int16_t v[2];
+  };
+  using activation = q::f32;
+  static void quantize_block(std::span<const float, 2> x, block& out) noexcept {
+    for (int i = 0; i < 2; ++i) out.v[i] = static_cast<std::int16_t>(std::lround(x[i] * 100.f));
+  }
+  static void dequantize_block(const block& b, std::span<float, 2> out) noexcept {
+    for (int i = 0; i < 2; ++i) out[i] = static_cast<float>(b.v[i]) / 100.f;
+  }
+};
+static_assert(q::BlockFormat<centi_pair>);
+static_assert(!q::BlockFormat<int>);
+
+TEST(BlockFormat, UserFormatWorksWithTheRowFunctions) {
+  const float x[4] = {1.234f, -2.5f, 0.f, 3.f};
+  centi_pair::block blocks[2];
+  ASSERT_TRUE(q::quantize<centi_pair>({x, 4}, {blocks, 2}));
+  EXPECT_EQ(blocks[0].v[0], 123);
+  float back[4];
+  ASSERT_TRUE(q::dequantize<centi_pair>({blocks, 2}, {back, 4}));
+  EXPECT_FLOAT_EQ(back[1], -2.5f);
+}
+
+template <class F>
+typename F::block quantize_one(const std::vector<float>& x) {
+  typename F::block b;
+  std::memset(static_cast<void*>(&b), 0xAB, sizeof b);  // every byte must be written
+  F::quantize_block(std::span<const float, F::block_elements>(x.data(), F::block_elements), b);
+  return b;
+}
+
+TEST(Q8_0, HandComputedBlock) {
+  // amax = 127 -> d = 1 exactly; q = roundf(x): ties away from zero.
+  std::vector<float> x(32, 0.f);
+  x[0] = 127.f;
+  x[1] = 2.5f;
+  x[2] = -2.5f;
+  x[3] = 0.5f;
+  x[4] = -0.5f;
+  x[5] = 1.4999f;
+  x[6] = -126.51f;
+  const auto b = quantize_one<q::q8_0>(x);
+  EXPECT_EQ(b.d.bits, 0x3C00);
+  const int expected[7] = {127, 3, -3, 1, -1, 1, -127};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(b.qs[i], expected[i]) << i;
+  for (int i = 7; i < 32; ++i) EXPECT_EQ(b.qs[i], 0);
+}
+
+TEST(Q8_0, ScaleIsRoundedToFp16FromAmaxOver127) {
+  // amax = 16: d = 16/127 = 0.12598..., fp16 0x3008 (0.1259765625); the q use
+  // the float d: x = 16 -> 127, x = 8 -> round(63.5) = 64.
+  std::vector<float> x(32, 0.f);
+  x[10] = -16.f;
+  x[11] = 8.f;
+  const auto b = quantize_one<q::q8_0>(x);
+  EXPECT_EQ(b.d.bits, 0x3008);
+  EXPECT_EQ(b.qs[10], -127);
+  EXPECT_EQ(b.qs[11], 64);
+}
+
+TEST(Q4_0, HandComputedBlock) {
+  // max = -8 -> d = 1; nibble = min(15, (int8)(x + 8.5)).
+  std::vector<float> x(32, 0.f);
+  x[0] = -8.f;    // 0
+  x[1] = 7.f;     // 15
+  x[2] = -0.5f;   // (int8)8.0 = 8
+  x[3] = -0.51f;  // (int8)7.99 = 7
+  x[4] = 0.5f;    // 9
+  x[16] = 7.9f;   // (int8)16.4 = 16 -> 15, high nibble of byte 0
+  x[17] = -3.f;   // 5, high nibble of byte 1
+  const auto b = quantize_one<q::q4_0>(x);
+  EXPECT_EQ(b.d.bits, 0x3C00);
+  EXPECT_EQ(b.qs[0], 0xF0);
+  EXPECT_EQ(b.qs[1], 0x5F);
+  EXPECT_EQ(b.qs[2], 0x88);
+  EXPECT_EQ(b.qs[3], 0x87);
+  EXPECT_EQ(b.qs[4], 0x89);
+  for (int i = 5; i < 16; ++i) EXPECT_EQ(b.qs[i], 0x88) << i;
+}
+
+TEST(Q4_0, FirstValueOfLargestMagnitudeSetsTheSign) {
+  std::vector<float> x(32, 0.f);
+  x[3] = 8.f;
+  x[7] = -8.f;  // same magnitude, later: ignored
+  const auto b = quantize_one<q::q4_0>(x);
+  EXPECT_EQ(b.d.bits, 0xBC00);  // d = 8 / -8 = -1
+  EXPECT_EQ(b.qs[3] & 0x0F, 0);   // (0 - 8) * -1 = 8
+  EXPECT_EQ(b.qs[7] & 0x0F, 15);  // (int8)(16.5) = 16 -> 15: -8 is stored as -7
+}
+
+TEST(Q4_K, ScaleMinPackingRoundTrips) {
+  // Pack 6-bit values the way the quantizer does and unpack them again.
+  std::uint8_t packed[12] = {};
+  const std::uint8_t s[8] = {63, 1, 2, 40, 17, 63, 0, 33};
+  const std::uint8_t m[8] = {0, 63, 5, 21, 62, 9, 48, 1};
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      packed[j] = s[j];
+      packed[j + 4] = m[j];
+    } else {
+      packed[j + 4] = static_cast<std::uint8_t>((s[j] & 0xF) | ((m[j] & 0xF) << 4));
+      packed[j - 4] = static_cast<std::uint8_t>(packed[j - 4] | ((s[j] >> 4) << 6));
+      packed[j] = static_cast<std::uint8_t>(packed[j] | ((m[j] >> 4) << 6));
+    }
+  }
+  for (std::size_t j = 0; j < 8; ++j) {
+    const auto sm = q::q4_k::unpack_scale_min(packed, j);
+    EXPECT_EQ(sm.scale, s[j]) << j;
+    EXPECT_EQ(sm.min, m[j]) << j;
+  }
+}
+
+TEST(Q4_K, AllZeroBlockIsZero) {
+  const auto b = quantize_one<q::q4_k>(std::vector<float>(256, 0.f));
+  EXPECT_EQ(b.d.bits, 0);
+  EXPECT_EQ(b.dmin.bits, 0);
+  for (auto v : b.scales) EXPECT_EQ(v, 0);
+  for (auto v : b.qs) EXPECT_EQ(v, 0);
+}
+
+TEST(Q8_K, SumsAreThePerSixteenSums) {
+  std::vector<float> x(256);
+  for (std::size_t i = 0; i < 256; ++i) x[i] = static_cast<float>(static_cast<int>(i % 37) - 18) * 0.25f;
+  const auto b = quantize_one<q::q8_k>(x);
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int j = 0; j < 16; ++j) sum += b.qs[g * 16 + j];
+    EXPECT_EQ(b.bsums[g], sum);
+  }
+  // max = -4.5 (first of largest magnitude), scale = -127 / -4.5: -4.5 -> -127.
+  EXPECT_EQ(b.qs[0], -127);
+  EXPECT_FLOAT_EQ(b.d, -4.5f / -127.f);
+}
+
+// ---- edge cases shared by every format ----------------------------------
+
+template <class F>
+class EveryFormat : public ::testing::Test {};
+using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q4_k, q::q8_k, q::f32, q::f16, q::bf16>;
+TYPED_TEST_SUITE(EveryFormat, Formats);
+
+/// Largest |error| allowed after a round trip of values in [-amax, amax]: half a
+/// quantization step, plus the fp16 rounding of the scale (2^-11 relative,
+/// times up to 127 steps for Q8_0); Q4_K's fitted scale can reach a whole step.
+template <class F>
+float step_bound(float amax) {
+  if constexpr (std::is_same_v<F, q::q8_0>) return amax / 127.f * (0.5f + 127.f * 0x1p-11f);
+  if constexpr (std::is_same_v<F, q::q8_k>) return amax / 127.f * 0.5f * 1.01f;
+  if constexpr (std::is_same_v<F, q::q4_0>) return amax / 8.f * 1.01f;  // the far end is a whole step off
+  if constexpr (std::is_same_v<F, q::q4_k>) return 2.f * amax / 15.f;
+  if constexpr (std::is_same_v<F, q::f32>) return 0.f;
+  if constexpr (std::is_same_v<F, q::f16>) return amax * 0x1p-11f;
+  return amax * 0x1p-8f;
+}
+
+TYPED_TEST(EveryFormat, AllZerosRoundTripToZero) {
+  constexpr std::size_t n = 2 * TypeParam::block_elements;
+  std::vector<float> x(n, 0.f), back(n, 1.f);
+  std::vector<typename TypeParam::block> blocks(n / TypeParam::block_elements);
+  ASSERT_TRUE(q::quantize<TypeParam>({x.data(), n}, {blocks.data(), blocks.size()}));
+  ASSERT_TRUE(q::dequantize<TypeParam>({blocks.data(), blocks.size()}, {back.data(), n}));
+  for (float v : back) EXPECT_EQ(v, 0.f);
+}
+
+TYPED_TEST(EveryFormat, RandomRowsRoundTripWithinHalfAStep) {
+  constexpr std::size_t n = 512;
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-3.f, 3.f);
+  std::vector<float> x(n), back(n);
+  for (auto& v : x) v = dist(rng);
+  std::vector<typename TypeParam::block> blocks(n / TypeParam::block_elements);
+  ASSERT_TRUE(q::quantize<TypeParam>({x.data(), n}, {blocks.data(), blocks.size()}));
+  ASSERT_TRUE(q::dequantize<TypeParam>({blocks.data(), blocks.size()}, {back.data(), n}));
+  for (std::size_t i = 0; i < n; i += TypeParam::block_elements) {
+    float amax = 0.f;
+    for (std::size_t j = 0; j < TypeParam::block_elements; ++j) amax = std::max(amax, std::fabs(x[i + j]));
+    for (std::size_t j = 0; j < TypeParam::block_elements; ++j) {
+      EXPECT_LE(std::fabs(back[i + j] - x[i + j]), step_bound<TypeParam>(amax)) << i + j;
+    }
+  }
+}
+
+TYPED_TEST(EveryFormat, NonFiniteInputIsRejected) {
+  constexpr std::size_t n = TypeParam::block_elements;
+  std::vector<typename TypeParam::block> blocks(1);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> x(n, 1.f);
+    x[n - 1] = bad;
+    const auto r = q::quantize<TypeParam>({x.data(), n}, {blocks.data(), 1});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), hedge::errc::invalid_argument);
+  }
+}
+
+TYPED_TEST(EveryFormat, ShapeMismatchIsRejected) {
+  std::vector<float> x(TypeParam::block_elements + 1, 0.f);
+  std::vector<typename TypeParam::block> blocks(1);
+  const auto r = q::quantize<TypeParam>({x.data(), x.size()}, {blocks.data(), 1});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), hedge::errc::shape_mismatch);
+  std::vector<float> out(TypeParam::block_elements * 2);
+  EXPECT_EQ(q::dequantize<TypeParam>({blocks.data(), 1}, {out.data(), out.size()}).error().code(),
+            hedge::errc::shape_mismatch);
+}
+
+TYPED_TEST(EveryFormat, OneHugeValueDominatesAndOthersStaySmall) {
+  constexpr std::size_t n = TypeParam::block_elements < 32 ? 32 : TypeParam::block_elements;
+  std::vector<float> x(n, 0.001f), back(n);
+  const float huge = std::min(TypeParam::max_input, 1e5f);
+  x[n / 2] = huge;
+  std::vector<typename TypeParam::block> blocks(n / TypeParam::block_elements);
+  ASSERT_TRUE(q::quantize<TypeParam>({x.data(), n}, {blocks.data(), blocks.size()}));
+  ASSERT_TRUE(q::dequantize<TypeParam>({blocks.data(), blocks.size()}, {back.data(), n}));
+  EXPECT_NEAR(back[n / 2], huge, step_bound<TypeParam>(huge));
+  for (float v : back) EXPECT_TRUE(std::isfinite(v));
+}
+
+TYPED_TEST(EveryFormat, ValueBeyondMaxInputIsRejected) {
+  if (TypeParam::max_input == std::numeric_limits<float>::max()) GTEST_SKIP() << "every finite float fits";
+  constexpr std::size_t n = TypeParam::block_elements;
+  std::vector<float> x(n, 0.f);
+  x[0] = -std::nextafter(TypeParam::max_input, std::numeric_limits<float>::infinity());
+  std::vector<typename TypeParam::block> blocks(1);
+  const auto r = q::quantize<TypeParam>({x.data(), n}, {blocks.data(), 1});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), hedge::errc::out_of_range);
+  x[0] = TypeParam::max_input;  // the bound itself fits and stays finite
+  ASSERT_TRUE(q::quantize<TypeParam>({x.data(), n}, {blocks.data(), 1}));
+  std::vector<float> back(n);
+  ASSERT_TRUE(q::dequantize<TypeParam>({blocks.data(), 1}, {back.data(), n}));
+  EXPECT_TRUE(std::isfinite(back[0]));
+}
+
+TYPED_TEST(EveryFormat, DenormalsQuantizeToFiniteValuesNearZero) {
+  constexpr std::size_t n = TypeParam::block_elements < 32 ? 32 : TypeParam::block_elements;
+  std::vector<float> x(n), back(n);
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * tiny * 1000.f;
+  std::vector<typename TypeParam::block> blocks(n / TypeParam::block_elements);
+  ASSERT_TRUE(q::quantize<TypeParam>({x.data(), n}, {blocks.data(), blocks.size()}));
+  ASSERT_TRUE(q::dequantize<TypeParam>({blocks.data(), blocks.size()}, {back.data(), n}));
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(std::isfinite(back[i]));
+    EXPECT_LE(std::fabs(back[i]), 1e-30f);
+  }
+}
+
+TEST(FloatFormats, ConvertWithRoundToNearestEven) {
+  q::f16::block h;
+  q::f16::quantize_block(std::span<const float, 1>(std::array<float, 1>{1.f + 0x1p-11f}.data(), 1), h);
+  EXPECT_EQ(h.bits, 0x3C00);  // a tie rounds to the even mantissa
+  q::bf16::block b;
+  q::bf16::quantize_block(std::span<const float, 1>(std::array<float, 1>{1.f + 3 * 0x1p-8f}.data(), 1), b);
+  EXPECT_EQ(b.bits, 0x3F82);  // 1.5 ulp: a tie, up to the even 2 ulp
+}
+
+}  // namespace
