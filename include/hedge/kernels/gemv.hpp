@@ -1,0 +1,128 @@
+// hedge/kernels/gemv.hpp: y = W x for a quantized (or float) weight matrix, the
+// operation of every decode step.
+//
+//   W: rows x K elements, row-major, each row K / block_elements blocks of format
+//      W (GGUF tensor bytes as they are); a matrix_view of blocks, any row stride
+//   x: K floats        y: rows floats (must not overlap x or W)
+//
+// Steps: (1) quantize x once to W's activation format (Q8_0 for Q4_0/Q8_0, Q8_K
+// for Q4_K; float formats use x as it is) into caller workspace, with the
+// reference quantizer, so every arch sees the same activation bytes; (2) split
+// the rows, in tiles of `gemv_tile_rows`, over the executor; each part runs the
+// row kernel of arch tag A (matmul/scalar.hpp, matmul/avx2_gemv.hpp, ...).
+// A row's result depends only on the row, so it is the same for any thread count.
+//
+// Decode streams every weight byte once: the kernels are written to keep up
+// with DRAM bandwidth, and bench/kernels measures them as a fraction of it.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/config.hpp"
+#include "hedge/core/executor.hpp"
+#include "hedge/core/result.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/matmul/avx2_gemv.hpp"
+#include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/quant/block_format.hpp"
+#include "hedge/quant/float_formats.hpp"
+
+namespace hedge::kernels {
+
+/// Rows per unit of work handed to the executor; every arch's tile height divides it.
+inline constexpr std::size_t gemv_tile_rows = 4;
+
+/// Whether format W multiplies against the float activation directly.
+template <quant::BlockFormat W>
+inline constexpr bool float_activation = std::is_same_v<typename W::activation, quant::f32>;
+
+/// Workspace bytes gemv<W> needs for rows of `k` elements: one activation row
+/// in W's activation format (0 for float formats).
+template <quant::BlockFormat W>
+constexpr std::size_t gemv_workspace_bytes(std::size_t k) noexcept {
+  if constexpr (float_activation<W>) {
+    return 0;
+  } else {
+    return quant::row_bytes<typename W::activation>(k);
+  }
+}
+
+/// Workspace for a row length K known at compile time: declare it static (or
+/// on the stack) to run gemv without any heap.
+/// \tparam W the weight format
+/// \tparam K the row length in elements
+template <quant::BlockFormat W, std::size_t K>
+struct gemv_workspace {
+  alignas(cache_line_bytes) std::byte bytes[std::max<std::size_t>(gemv_workspace_bytes<W>(K), 1)];
+  std::span<std::byte> span() noexcept { return {bytes, gemv_workspace_bytes<W>(K)}; }
+};
+
+namespace detail {
+
+/// The activation row as W's kernels read it: quantized into `workspace`, or x itself.
+template <quant::BlockFormat W>
+result<const typename W::activation::block*> prepare_activation(vector_view<const float> x,
+                                                                std::span<std::byte> workspace) noexcept {
+  if constexpr (float_activation<W>) {
+    return x.data();
+  } else {
+    using block = typename W::activation::block;
+    if (workspace.size() < gemv_workspace_bytes<W>(x.size())) {
+      return error{errc::capacity_exceeded} << W::name << ": workspace of " << workspace.size() << " bytes < "
+                                            << gemv_workspace_bytes<W>(x.size());
+    }
+    if (reinterpret_cast<std::uintptr_t>(workspace.data()) % alignof(block) != 0) {
+      return error{errc::misaligned} << W::name << ": workspace not aligned to " << alignof(block);
+    }
+    auto* blocks = reinterpret_cast<block*>(workspace.data());
+    HEDGE_TRY(quant::quantize<typename W::activation>(x, {blocks, x.size() / W::activation::block_elements}));
+    return static_cast<const block*>(blocks);
+  }
+}
+
+template <quant::BlockFormat W, arch::Arch A>
+result<void> check_gemv(matrix_view<const typename W::block> w, std::size_t k, std::size_t rows) noexcept {
+  if (!A::supported()) return error{errc::unsupported} << "gemv: this CPU cannot run arch " << A::name;
+  if (w.cols() * W::block_elements != k || w.rows() != rows) {
+    return error{errc::shape_mismatch} << "gemv<" << W::name << ">: W is " << w.rows() << "x"
+                                       << w.cols() * W::block_elements << ", x has " << k << ", y has " << rows;
+  }
+  return ok();
+}
+
+}  // namespace detail
+
+/// y = W x (see the file comment).
+/// \tparam W the weight format (a quant::BlockFormat)
+/// \tparam A the arch tag whose kernels run (must be supported by this CPU)
+/// \tparam E the executor the rows are split over
+template <quant::BlockFormat W, arch::Arch A = arch::native, Executor E = exec::serial>
+result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
+                  std::span<std::byte> workspace, E& executor) {
+  HEDGE_TRY((detail::check_gemv<W, A>(w, x.size(), y.size())));
+  const auto activation = detail::prepare_activation<W>(x, workspace);
+  if (!activation) return activation.error();
+  const auto* xq = *activation;
+  const std::size_t tiles = (w.rows() + gemv_tile_rows - 1) / gemv_tile_rows;
+  executor.parallel_for(tiles, [&](std::size_t begin, std::size_t end) {
+    const std::size_t first = begin * gemv_tile_rows;
+    const std::size_t last = std::min(end * gemv_tile_rows, w.rows());
+    matmul::gemv_rows(A{}, W{}, w.row_range(first, last - first), xq, y.data() + first);
+  });
+  return ok();
+}
+
+/// y = W x on the calling thread.
+template <quant::BlockFormat W, arch::Arch A = arch::native>
+result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
+                  std::span<std::byte> workspace) noexcept {
+  exec::serial serial;
+  return gemv<W, A>(w, x, y, workspace, serial);
+}
+
+}  // namespace hedge::kernels

@@ -1,0 +1,181 @@
+// hedge/kernels/matmul/avx2_gemv.hpp: AVX2 GEMV row kernels, y[r] = <w.row(r), x>.
+//
+// Each kernel computes a tile of R rows against one activation row (R = 4, then
+// R = 1 for the last rows): the R independent accumulators hide the FMA latency,
+// and the activation block loaded once serves R weight rows. A row's arithmetic
+// is the same whatever R is, so results do not depend on how rows are grouped
+// (and hence not on the thread count). Per block:
+//
+//   Q8_0 . Q8_0  vpsignb/vpmaddubsw/vpmaddwd -> 8 int32 -> cvt -> fma(d_w * d_x)
+//   Q4_0 . Q8_0  nibbles n in [0, 15] are unsigned, so vpmaddubsw(n, x) needs no
+//                sign trick; the -8 offset is subtracted as vpmaddubsw(8, x),
+//                computed once per activation block for all R rows
+//   Q4_K . Q8_K  per 32-element sub-block vpmaddubsw(n, x), then vpmaddwd by the
+//                6-bit scale (scale and pair-sum in one instruction), int32 over
+//                the super-block; mins via the activation's 16-element sums
+//   F16/BF16/F32 . F32  convert 8 weights to float, fma
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/matmul/avx2_primitives.hpp"
+#include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
+
+namespace hedge::kernels::matmul {
+
+namespace avx2 {
+
+/// Q8_0 weights . Q8_0 activation, R rows starting at w (row stride in blocks).
+template <int R>
+HEDGE_AVX2_TARGET void gemv_tile(const quant::q8_0::block* w, std::size_t stride, const quant::q8_0::block* x,
+                                 std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const float dx = to_float(x[b].d);
+    for (int r = 0; r < R; ++r) {
+      const quant::q8_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
+      const __m256 sums = _mm256_cvtepi32_ps(dot_s8s8_i32(wq, xq));
+      acc[r] = _mm256_fmadd_ps(sums, _mm256_set1_ps(to_float(wb.d) * dx), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
+}
+
+/// Q4_0 weights . Q8_0 activation.
+template <int R>
+HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_0::block* w, std::size_t stride, const quant::q8_0::block* x,
+                                 std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i eight = _mm256_set1_epi8(8);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i offset = madd_u8s8_i16(eight, xq);  // 8 * (x_2i + x_2i+1)
+    const float dx = to_float(x[b].d);
+    for (int r = 0; r < R; ++r) {
+      const quant::q4_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(unpack_nibbles_16(wb.qs), xq), offset);
+      const __m256 sums = _mm256_cvtepi32_ps(sum_pairs_i16(products));
+      acc[r] = _mm256_fmadd_ps(sums, _mm256_set1_ps(to_float(wb.d) * dx), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
+}
+
+/// The 8 six-bit scales and 8 six-bit mins of a Q4_K block as bytes s0..s7,
+/// m0..m7 (the layout drawn in q4_k.hpp, unpacked four fields at a time).
+struct q4_k_scales {
+  std::uint64_t scales;
+  std::uint64_t mins;
+};
+inline q4_k_scales unpack_q4_k_scales(const std::uint8_t (&packed)[12]) noexcept {
+  std::uint32_t a[3];
+  std::memcpy(a, packed, sizeof a);
+  const std::uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+  const std::uint32_t s_lo = a[0] & low6;
+  const std::uint32_t m_lo = a[1] & low6;
+  const std::uint32_t s_hi = (a[2] & low4) | (((a[0] >> 6) & low2) << 4);
+  const std::uint32_t m_hi = ((a[2] >> 4) & low4) | (((a[1] >> 6) & low2) << 4);
+  return {s_lo | static_cast<std::uint64_t>(s_hi) << 32, m_lo | static_cast<std::uint64_t>(m_hi) << 32};
+}
+
+/// Q4_K weights . Q8_K activation.
+template <int R>
+HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+                                 std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  __m128 acc_min[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm256_setzero_ps();
+    acc_min[r] = _mm_setzero_ps();
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const quant::q8_k::block& xb = x[b];
+    // Sums of the activation over each 32-element sub-block (int16, |s| <= 4064).
+    const __m128i sums16 = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+    for (int r = 0; r < R; ++r) {
+      const quant::q4_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const q4_k_scales sm = unpack_q4_k_scales(wb.scales);
+      const __m128i scales16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sm.scales)));
+      const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sm.mins)));
+      const __m256i scales = _mm256_broadcastsi128_si256(scales16);
+      __m256i total = _mm256_setzero_si256();
+      for (int g = 0; g < 4; ++g) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
+        const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g));
+        const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g + 32));
+        const __m256i p_lo = madd_u8s8_i16(_mm256_and_si256(q, low4), x_lo);
+        const __m256i p_hi = madd_u8s8_i16(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), x_hi);
+        // Broadcast int16 scale 2g (resp. 2g + 1) to every lane, then scale and pair-sum.
+        const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * 2 * g)));
+        const __m256i s_hi =
+            _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * g + 1))));
+        total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_madd_epi16(p_lo, s_lo), _mm256_madd_epi16(p_hi, s_hi)));
+      }
+      const float d = to_float(wb.d) * xb.d;
+      const float dmin = to_float(wb.dmin) * xb.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(d), acc[r]);
+      acc_min[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins16, sums16)), _mm_set1_ps(dmin), acc_min[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]) - sum_lanes(acc_min[r]);
+}
+
+/// F32 / F16 / BF16 weights . F32 activation; `elements` need not be a multiple of 8.
+template <int R, class Element>
+HEDGE_AVX2_TARGET void gemv_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements,
+                                 float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  std::size_t k = 0;
+  for (; k + 8 <= elements; k += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(load8(w + static_cast<std::size_t>(r) * stride + k), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = sum_lanes(acc[r]);
+    for (std::size_t t = k; t < elements; ++t) sum += matmul::to_float(w[static_cast<std::size_t>(r) * stride + t]) * x[t];
+    y[r] = sum;
+  }
+}
+
+/// All rows of w: tiles of 4, then single rows.
+template <class WeightBlock, class Activation>
+HEDGE_AVX2_TARGET void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, float* y) noexcept {
+  std::size_t r = 0;
+  for (; r + 4 <= w.rows(); r += 4) gemv_tile<4>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+  for (; r < w.rows(); ++r) gemv_tile<1>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+}
+
+}  // namespace avx2
+
+/// AVX2 overloads: chosen for arch::avx2 and every tag derived from it.
+template <class W>
+  requires(std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q4_k> ||
+           std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>)
+void gemv_rows(arch::avx2, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,
+               float* y) noexcept {
+  avx2::gemv_rows(w, x, y);
+}
+
+}  // namespace hedge::kernels::matmul
+
+#endif

@@ -1,0 +1,90 @@
+// hedge/kernels/matmul/scalar.hpp: the scalar reference kernels: dot products of one weight
+// row with one activation row, per format pair. They are the specification the
+// SIMD kernels are tested against, and read like the formats' definitions:
+//
+//   Q8_0 . Q8_0   sum_b  (d_w * d_x) * sum_j qw_j * qx_j
+//   Q4_0 . Q8_0   sum_b  (d_w * d_x) * sum_j (n_j - 8) * qx_j
+//   Q4_K . Q8_K   sum_B  d_x * (d_w * sum_s sc_s * sum_j n_j qx_j  -  dmin_w * sum_s m_s * sum_j qx_j)
+//   F32/F16/BF16 . F32   sum_k w_k * x_k
+//
+// Integer sums are exact; each block's float contribution is added in block
+// order, so the result is a fixed function of the bytes (no -ffast-math).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/half.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/quant/block_format.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
+
+namespace hedge::kernels::matmul {
+
+inline float dot_block(const quant::q8_0::block& w, const quant::q8_0::block& x) noexcept {
+  std::int32_t sum = 0;
+  for (std::size_t j = 0; j < quant::q8_0::block_elements; ++j) sum += w.qs[j] * x.qs[j];
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+inline float dot_block(const quant::q4_0::block& w, const quant::q8_0::block& x) noexcept {
+  constexpr std::size_t half = quant::q4_0::block_elements / 2;
+  std::int32_t sum = 0;
+  for (std::size_t j = 0; j < half; ++j) {
+    sum += ((w.qs[j] & 0x0F) - 8) * x.qs[j];
+    sum += ((w.qs[j] >> 4) - 8) * x.qs[j + half];
+  }
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+inline float dot_block(const quant::q4_k::block& w, const quant::q8_k::block& x) noexcept {
+  std::int32_t scaled = 0;  // sum over sub-blocks of scale * sum(n * qx)
+  std::int32_t mins = 0;    // sum over sub-blocks of min * sum(qx)
+  for (std::size_t s = 0; s < quant::q4_k::sub_blocks; ++s) {
+    const auto sm = quant::q4_k::unpack_scale_min(w.scales, s);
+    // Sub-block s: nibbles of group s/2, low half for even s, high for odd.
+    const std::uint8_t* q = w.qs + (s / 2) * 32;
+    const int shift = (s % 2) * 4;
+    std::int32_t sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += ((q[l] >> shift) & 0x0F) * x.qs[s * 32 + l];
+    scaled += sm.scale * sum;
+    mins += sm.min * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
+  }
+  return x.d * (f16_to_f32(w.d) * static_cast<float>(scaled) - f16_to_f32(w.dmin) * static_cast<float>(mins));
+}
+
+/// Value of one element of a float-format row.
+inline float to_float(float w) noexcept { return w; }
+inline float to_float(hedge::f16 w) noexcept { return f16_to_f32(w); }
+inline float to_float(hedge::bf16 w) noexcept { return bf16_to_f32(w); }
+
+/// sum_b dot_block(w[b], x[b]) over `blocks` blocks, in block order.
+template <class WeightBlock, class ActivationBlock>
+float dot_row(const WeightBlock* w, const ActivationBlock* x, std::size_t blocks) noexcept {
+  float sum = 0.f;
+  for (std::size_t b = 0; b < blocks; ++b) sum += dot_block(w[b], x[b]);
+  return sum;
+}
+
+/// sum_k w[k] * x[k] for float formats, in element order.
+template <class WeightElement>
+float dot_row(const WeightElement* w, const float* x, std::size_t elements) noexcept {
+  float sum = 0.f;
+  for (std::size_t k = 0; k < elements; ++k) sum += to_float(w[k]) * x[k];
+  return sum;
+}
+
+/// y[r] = <w.row(r), x> for every row of w: the reference every GEMV overload
+/// for a more specific arch tag is tested against.
+template <quant::BlockFormat W>
+void gemv_rows(arch::scalar, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,
+               float* y) noexcept {
+  for (std::size_t r = 0; r < w.rows(); ++r) y[r] = dot_row(w.row(r).data(), x, w.cols());
+}
+
+}  // namespace hedge::kernels::matmul

@@ -1,0 +1,155 @@
+// gemv: every (format, arch) variant this CPU runs, against the scalar
+// reference (same activation bytes) and a float64 Eigen reference; shapes with
+// row counts off the 4-row tile, K off 256 where the format allows, strided
+// and unaligned views; thread-count invariance; errors; no heap.
+//
+// Tolerances. vs scalar: both sum the same exact integer block products, only
+// the order and grouping of float additions differ, so the gap is a few
+// float32 roundings of the running sum: 1e-5 * sum|w_k x_k| (+1e-6). vs
+// float64: the kernel multiplies the exact dequantized weights by the
+// activation after rounding it to the activation format (Q8_0/Q8_K), so
+// |y - W x| <= sum_k |w_k| * bound_k (bound_k: half a quantization step, see
+// matmul_support.hpp) plus the same float32 rounding term.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "hedge/core/thread_pool.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "kernels/matmul_support.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+namespace q = hedge::quant;
+namespace k = hedge::kernels;
+using hedge::test::variant;
+
+template <class V>
+class Gemv : public ::testing::Test {
+ protected:
+  using W = typename V::format;
+  using A = typename V::arch;
+  void SetUp() override {
+    if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
+  }
+
+  /// Runs gemv on a rows x kk matrix and checks both references.
+  void check(std::size_t rows, std::size_t kk, std::size_t extra_stride, std::size_t offset, unsigned seed) {
+    hedge::test::quantized_matrix<W> m(rows, kk, seed, extra_stride, offset);
+    const auto x = hedge::test::random_floats(kk, seed + 1000, 0.5f);
+    std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk) + 1);
+    std::vector<float> y(rows, -1.f), y_ref(rows, -2.f);
+    ASSERT_TRUE((k::gemv<W, A>(m.view(), {x.data(), kk}, {y.data(), rows}, workspace)));
+    ASSERT_TRUE((k::gemv<W, hedge::arch::scalar>(m.view(), {x.data(), kk}, {y_ref.data(), rows}, workspace)));
+
+    const hedge::test::activation_error<W> act(x);
+    Eigen::Map<const Eigen::VectorXd> seen(act.seen.data(), static_cast<Eigen::Index>(kk));
+    const Eigen::VectorXd exact = m.values * seen;  // float64 product with the activation as quantized
+    for (std::size_t r = 0; r < rows; ++r) {
+      double magnitude = 0, activation_bound = 0;
+      for (std::size_t c = 0; c < kk; ++c) {
+        const double w = std::fabs(m.values(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)));
+        magnitude += w * std::fabs(act.seen[c]);
+        activation_bound += w * act.bound[c];
+      }
+      const double rounding = 1e-5 * magnitude + 1e-6;
+      EXPECT_NEAR(y[r], y_ref[r], rounding) << "row " << r << " of " << rows << "x" << kk;
+      EXPECT_NEAR(y[r], exact(static_cast<Eigen::Index>(r)), rounding) << "row " << r;
+      // Against the original float activation (Eigen, float64).
+      double with_float_x = 0;
+      for (std::size_t c = 0; c < kk; ++c) {
+        with_float_x += m.values(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) * double(x[c]);
+      }
+      EXPECT_NEAR(y[r], with_float_x, rounding + activation_bound) << "row " << r;
+    }
+  }
+};
+
+using Variants = ::testing::Types<
+    variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
+    variant<q::q4_k, hedge::arch::scalar>, variant<q::f32, hedge::arch::scalar>,
+    variant<q::f16, hedge::arch::scalar>, variant<q::bf16, hedge::arch::scalar>,
+    variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
+    variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>,
+    variant<q::q4_0, hedge::arch::native>>;
+TYPED_TEST_SUITE(Gemv, Variants);
+
+/// K values to test: multiples of the block, including ones that are not
+/// multiples of 256 (or of 8 for float formats) where the format allows.
+template <class W>
+std::vector<std::size_t> k_values() {
+  if constexpr (W::block_elements == 256) return {256, 512, 1280};
+  if constexpr (W::block_elements == 32) return {32, 96, 160, 544, 1024};
+  return {1, 7, 8, 33, 100, 515};
+}
+
+TYPED_TEST(Gemv, MatchesReferencesOverShapes) {
+  unsigned seed = 1;
+  for (std::size_t kk : k_values<typename TestFixture::W>()) {
+    for (std::size_t rows : {1u, 3u, 4u, 5u, 17u}) {
+      this->check(rows, kk, 0, 0, seed++);
+      if (this->HasFatalFailure()) return;
+    }
+  }
+}
+
+TYPED_TEST(Gemv, StridedAndUnalignedViews) {
+  // Rows padded by 3 blocks, the view starting 1 block (not 64 bytes) in.
+  this->check(9, k_values<typename TestFixture::W>().back(), 3, 1, 77);
+}
+
+TYPED_TEST(Gemv, SameResultForAnyThreadCount) {
+  using W = typename TestFixture::W;
+  using A = typename TestFixture::A;
+  const std::size_t rows = 37, kk = k_values<W>().back();
+  hedge::test::quantized_matrix<W> m(rows, kk, 5);
+  const auto x = hedge::test::random_floats(kk, 6);
+  std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
+  std::vector<float> serial(rows), pooled(rows);
+  ASSERT_TRUE((k::gemv<W, A>(m.view(), {x.data(), kk}, {serial.data(), rows}, workspace)));
+  for (std::size_t threads : {2u, 3u}) {
+    hedge::exec::thread_pool pool(threads);
+    ASSERT_TRUE((k::gemv<W, A>(m.view(), {x.data(), kk}, {pooled.data(), rows}, workspace, pool)));
+    for (std::size_t r = 0; r < rows; ++r) EXPECT_EQ(serial[r], pooled[r]) << "row " << r << ", " << threads << " threads";
+  }
+}
+
+TEST(GemvErrors, ShapesWorkspaceAndInputAreChecked) {
+  hedge::test::quantized_matrix<q::q4_0> m(4, 64, 1);
+  std::vector<float> x(64, 1.f), y(4);
+  std::vector<std::byte> workspace(k::gemv_workspace_bytes<q::q4_0>(64) + 2);
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 32}, {y.data(), 4}, workspace)).error().code(),
+            hedge::errc::shape_mismatch);
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 3}, workspace)).error().code(),
+            hedge::errc::shape_mismatch);
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, {workspace.data(), 10})).error().code(),
+            hedge::errc::capacity_exceeded);
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, {workspace.data() + 1, 68})).error().code(),
+            hedge::errc::misaligned);
+  x[5] = std::nanf("");
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, workspace)).error().code(),
+            hedge::errc::invalid_argument);
+}
+
+TEST(GemvWorkspace, SizesAreConstexpr) {
+  static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34);
+  static_assert(k::gemv_workspace_bytes<q::q4_k>(4096) == 16 * 292);
+  static_assert(k::gemv_workspace_bytes<q::f16>(4096) == 0);
+  SUCCEED();
+}
+
+TEST(GemvNoHeap, StaticWorkspaceAndSerialExecutorAllocateNothing) {
+  constexpr std::size_t kk = 512, rows = 8;
+  hedge::test::quantized_matrix<q::q4_k> m(rows, kk, 3);
+  const auto x = hedge::test::random_floats(kk, 4);
+  static k::gemv_workspace<q::q4_k, kk> workspace;
+  float y[rows];
+  hedge::test::alloc_scope scope;
+  ASSERT_TRUE((k::gemv<q::q4_k>(m.view(), {x.data(), kk}, {y, rows}, workspace.span())));
+  EXPECT_EQ(scope.count(), 0u);
+}
+
+}  // namespace
