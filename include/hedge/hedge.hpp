@@ -3,6 +3,11 @@
 // check test fails when a portable header is missing here.
 #pragma once
 
+#include "hedge/attention/decode.hpp"
+#include "hedge/attention/decode_avx2.hpp"
+#include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/online_softmax.hpp"
+#include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/core/config.hpp"
 #include "hedge/core/executor.hpp"
@@ -15,6 +20,9 @@
 #include "hedge/kernels/matmul/avx2_gemv.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/kv/cache.hpp"
+#include "hedge/kv/element.hpp"
+#include "hedge/kv/shape.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"

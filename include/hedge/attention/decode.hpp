@@ -1,0 +1,93 @@
+// hedge/attention/decode.hpp: decode attention, one new query token per sequence
+// against every cached position (causal: the query is the last position).
+//
+// Grouped-query attention (GQA, Ainslie et al. 2023; MQA when kv_heads = 1):
+// query head h reads KV head h / (q_heads / kv_heads), so the `group` query heads
+// of one KV head are processed together and each K/V byte is read once per token.
+//
+// Flash-decoding (Dao et al. 2023, "Flash-Decoding for long-context inference"):
+// the positions of each KV head are cut into `splits` contiguous ranges; the
+// executor runs the (kv head, split) items in parallel, each produces online
+// softmax states (hedge/attention/online_softmax.hpp) in the workspace, and the
+// states merge in split order. Any split count gives the same output up to float
+// rounding (tests bound the difference by 1e-5 relative to max |v|: the merge
+// rescales by exp of max differences, rounding once per step).
+//
+// Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (K/V read
+// in their stored format and dequantized in registers). A tag without an
+// overload (avx512bw) uses its parent's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/online_softmax.hpp"
+#include "hedge/attention/params.hpp"
+#include "hedge/core/arch.hpp"
+#include "hedge/core/executor.hpp"
+#include "hedge/core/result.hpp"
+#include "hedge/kv/cache.hpp"
+#include "hedge/attention/decode_avx2.hpp"
+
+namespace hedge {
+
+/// Decode attention for one sequence at `layer`: `out` = softmax(transform(q.K)) V
+/// per query head, over the positions `kv` shows (all cached ones, or the sliding window).
+/// \tparam Arch the kernel variant (arch::native by default; arch::scalar is the reference)
+/// \tparam Elem the KV element format
+/// \tparam Exec the executor running (kv head, split) items
+/// \param q         q_heads x head_dim floats (RoPE applied), q_heads a multiple of kv_heads
+/// \param out       q_heads x head_dim floats
+/// \param workspace decode_workspace_floats(q_heads, head_dim, splits) floats
+/// \param splits    positions splits per KV head; 0 = decode_splits(kv_heads, length, exec.concurrency())
+template <class Arch = arch::native, KvElement Elem, class Exec = exec::serial>
+  requires Executor<std::remove_cvref_t<Exec>>
+result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t layer, std::span<const float> q,
+                              std::span<float> out, const attention_params& params, std::span<float> workspace,
+                              Exec&& exec = Exec{}, std::size_t splits = 0) noexcept {
+  const std::size_t dim = kv.head_dim(), kv_heads = kv.kv_heads();
+  if (layer >= kv.layers()) return error{errc::out_of_range} << "decode attention: layer " << layer << " >= " << kv.layers();
+  if (dim > attention_max_head_dim)
+    return error{errc::unsupported} << "decode attention: head_dim " << dim << " > " << attention_max_head_dim;
+  if (q.size() % dim != 0 || (q.size() / dim) % kv_heads != 0 || q.empty())
+    return error{errc::shape_mismatch} << "decode attention: " << q.size() << " query floats are not a multiple of "
+                                       << kv_heads << " KV heads x " << dim;
+  if (out.size() != q.size())
+    return error{errc::shape_mismatch} << "decode attention: out has " << out.size() << " floats, q " << q.size();
+  const std::size_t q_heads = q.size() / dim, group = q_heads / kv_heads;
+  if (!params.alibi_slopes.empty() && params.alibi_slopes.size() != q_heads)
+    return error{errc::shape_mismatch} << "decode attention: " << params.alibi_slopes.size()
+                                       << " ALiBi slopes for " << q_heads << " query heads";
+  const std::uint64_t begin = kv.begin(), tokens = kv.end() - kv.begin();
+  if (splits == 0) splits = decode_splits(kv_heads, tokens, exec.concurrency());
+  if (workspace.size() < decode_workspace_floats(q_heads, dim, splits))
+    return error{errc::capacity_exceeded} << "decode attention: workspace of " << workspace.size()
+                                          << " floats, needs " << decode_workspace_floats(q_heads, dim, splits);
+  const std::size_t stride = decode_state_floats(dim), padded = attention_padded_dim(dim);
+  exec.parallel_for(kv_heads * splits, [&](std::size_t first, std::size_t last) {
+    for (std::size_t item = first; item < last; ++item) {
+      const std::size_t head = item / splits, split = item % splits;
+      const range r = split_range(static_cast<std::size_t>(tokens), splits, split);
+      decode_task task{q.data() + head * group * dim, group, head * group, head, begin + r.begin, begin + r.end,
+                       kv.end() - 1, workspace.data() + item * group * stride};
+      decode_partial(Arch{}, kv, layer, params, task);
+    }
+  });
+  for (std::size_t head = 0; head < kv_heads; ++head) {
+    for (std::size_t n = 0; n < group; ++n) {
+      float* first = workspace.data() + (head * splits * group + n) * stride;
+      softmax_state merged{first[padded], first[padded + 1]};
+      for (std::size_t split = 1; split < splits; ++split) {
+        const float* other = workspace.data() + ((head * splits + split) * group + n) * stride;
+        merged.merge(std::span(first, dim), softmax_state{other[padded], other[padded + 1]}, std::span(other, dim));
+      }
+      merged.finish(std::span<const float>(first, dim), out.subspan((head * group + n) * dim, dim));
+    }
+  }
+  return ok();
+}
+
+}  // namespace hedge

@@ -1,0 +1,301 @@
+// hedge/attention/decode_avx2.hpp: the AVX2 + FMA + F16C decode attention kernel.
+//
+// Same contract and result as the scalar reference (decode_scalar.hpp), reading K
+// and V in their stored format: f16 via vcvtph2ps, bf16 by a 16-bit shift, q8_0
+// as int8 -> float with the block scale folded into the dot product (keys) or
+// into the softmax weight (values), so nothing is dequantized to memory.
+//
+// Per tile of up to 32 consecutive positions (one page run), for the (up to 4)
+// query heads of a GQA group handled together:
+//   1. logits: one pass over the tile's keys, each key vector loaded once for all
+//      query heads;
+//   2. online softmax: tile max, one rescale of the running state, exp of the
+//      tile's logits 8 at a time (Cephes-style polynomial, < 2 ulp on [-87, 0]);
+//   3. values: 16 output lanes per query head stay in registers while the tile's
+//      value vectors stream through them (FlashAttention's tiling, Dao et al.).
+// The code is compiled with a target attribute, so it exists in every x86 build
+// and `arch::avx2::supported()` decides at run time whether it may run.
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/params.hpp"
+#include "hedge/core/arch.hpp"
+#include "hedge/kv/cache.hpp"
+#include "hedge/kv/element.hpp"
+
+#define HEDGE_ATTENTION_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace hedge {
+namespace attention_avx2 {
+
+/// How the AVX2 kernel reads one element format: `load8(vector, i)` gives values
+/// i..i+7 of a stored head vector as floats, without the per-block scale when the
+/// format has one (`scale_block` values share `scale(vector, block)`; 0 = no scale).
+/// Formats without a specialisation use the scalar kernel.
+/// \tparam Elem the KV element format
+template <class Elem>
+struct reader {
+  static constexpr bool available = false;
+};
+
+template <>
+struct reader<kv_f32> {
+  static constexpr bool available = true;
+  static constexpr std::size_t scale_block = 0;
+  HEDGE_ATTENTION_AVX2 static __m256 load8(const float* v, std::size_t i) noexcept { return _mm256_loadu_ps(v + i); }
+};
+
+template <>
+struct reader<kv_f16> {
+  static constexpr bool available = true;
+  static constexpr std::size_t scale_block = 0;
+  HEDGE_ATTENTION_AVX2 static __m256 load8(const f16* v, std::size_t i) noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+  }
+};
+
+template <>
+struct reader<kv_bf16> {
+  static constexpr bool available = true;
+  static constexpr std::size_t scale_block = 0;
+  HEDGE_ATTENTION_AVX2 static __m256 load8(const bf16* v, std::size_t i) noexcept {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+
+template <>
+struct reader<kv_q8_0> {
+  static constexpr bool available = true;
+  static constexpr std::size_t scale_block = kv_q8_0::block_elements;
+  using block = kv_q8_0::unit;
+  HEDGE_ATTENTION_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + i % 32));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+  }
+  HEDGE_ATTENTION_AVX2 static float scale(const block* v, std::size_t b) noexcept { return _cvtsh_ss(v[b].d.bits); }
+};
+
+HEDGE_ATTENTION_AVX2 inline float sum8(__m256 v) noexcept {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+HEDGE_ATTENTION_AVX2 inline float max8(__m256 v) noexcept {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_max_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+/// e^x for x <= 0 (softmax arguments after subtracting the max); 0 below -87.
+/// exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in two parts (Cody-Waite),
+/// e^r by Cephes expf's degree-6 polynomial.
+HEDGE_ATTENTION_AVX2 inline __m256 exp8(__m256 x) noexcept {
+  const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.f), _CMP_LT_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 poly = _mm256_set1_ps(1.9875691500e-4f);
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507e-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073e-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894e-2f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459e-1f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 er = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(poly, r), r, r), _mm256_set1_ps(1.f));
+  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(er, _mm256_castsi256_ps(pow2n)));
+}
+
+/// dots[n] = q[n] . key over `width` values (q zero-padded to width).
+template <int N, class Elem>
+HEDGE_ATTENTION_AVX2 inline void dot_keys(const float (*q)[attention_max_head_dim], const typename Elem::unit* key,
+                                          std::size_t width, float* dots) noexcept {
+  using R = reader<Elem>;
+  __m256 acc[N];
+  for (int n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
+  if constexpr (R::scale_block != 0) {
+    for (std::size_t b = 0; b < width / R::scale_block; ++b) {
+      __m256 part[N];
+      for (int n = 0; n < N; ++n) part[n] = _mm256_setzero_ps();
+      for (std::size_t c = b * R::scale_block; c < (b + 1) * R::scale_block; c += 8) {
+        const __m256 k = R::load8(key, c);
+        for (int n = 0; n < N; ++n) part[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k, part[n]);
+      }
+      const __m256 scale = _mm256_set1_ps(R::scale(key, b));
+      for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(part[n], scale, acc[n]);
+    }
+  } else {
+    // Two accumulators per query halve the FMA dependency chain.
+    __m256 odd[N];
+    for (int n = 0; n < N; ++n) odd[n] = _mm256_setzero_ps();
+    std::size_t c = 0;
+    for (; c + 16 <= width; c += 16) {
+      const __m256 k0 = R::load8(key, c), k1 = R::load8(key, c + 8);
+      for (int n = 0; n < N; ++n) {
+        acc[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k0, acc[n]);
+        odd[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c + 8), k1, odd[n]);
+      }
+    }
+    if (c < width) {
+      const __m256 k = R::load8(key, c);
+      for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k, acc[n]);
+    }
+    for (int n = 0; n < N; ++n) acc[n] = _mm256_add_ps(acc[n], odd[n]);
+  }
+  for (int n = 0; n < N; ++n) dots[n] = sum8(acc[n]);
+}
+
+/// acc[n][c .. c + 8 Lanes) += sum_i weight(i, n) value_i[c ..], the tile's values streamed once.
+template <int N, int Lanes, class Elem>
+HEDGE_ATTENTION_AVX2 inline void accumulate_values(float* const* acc, const typename Elem::unit* values,
+                                                   std::size_t units, std::size_t count, const float* weights,
+                                                   std::size_t c) noexcept {
+  using R = reader<Elem>;
+  __m256 a[N][Lanes];
+  for (int n = 0; n < N; ++n)
+    for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_loadu_ps(acc[n] + c + 8 * l);
+  for (std::size_t i = 0; i < count; ++i) {
+    const typename Elem::unit* v = values + i * units;
+    __m256 x[Lanes];
+    for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, c + 8 * l);
+    for (int n = 0; n < N; ++n) {
+      const __m256 w = _mm256_broadcast_ss(weights + i * N + n);
+      for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], w, a[n][l]);
+    }
+  }
+  for (int n = 0; n < N; ++n)
+    for (int l = 0; l < Lanes; ++l) _mm256_storeu_ps(acc[n] + c + 8 * l, a[n][l]);
+}
+
+/// The states of query heads [first, first + N) of the task's group.
+template <int N, class Elem>
+HEDGE_ATTENTION_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
+                                        const attention_params& p, const decode_task& task,
+                                        std::size_t first) noexcept {
+  using R = reader<Elem>;
+  constexpr std::size_t tile = 32;
+  constexpr std::size_t max_blocks = R::scale_block != 0 ? attention_max_head_dim / R::scale_block : 1;
+  const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
+  const std::size_t padded = attention_padded_dim(dim);
+  const std::size_t width = R::scale_block != 0 ? units * R::scale_block : dim;  // values per stored vector
+  const bool transform = has_logit_transform(p);
+
+  alignas(32) float q[N][attention_max_head_dim];
+  float* acc[N];
+  float max[N], sum[N];
+  for (int n = 0; n < N; ++n) {
+    std::copy_n(task.queries + (first + n) * dim, dim, q[n]);
+    std::fill(q[n] + dim, q[n] + width, 0.f);
+    acc[n] = task.states + (first + n) * stride;
+    std::fill(acc[n], acc[n] + stride, 0.f);
+    max[n] = -std::numeric_limits<float>::infinity();
+    sum[n] = 0.f;
+  }
+  alignas(32) float logits[N][tile];
+  alignas(32) float weights[max_blocks][tile * N];
+
+  for (std::uint64_t pos = task.begin; pos < task.end;) {
+    const auto run = kv.contiguous(layer, task.kv_head, pos, task.end);
+    for (std::size_t t0 = 0; t0 < run.tokens; t0 += tile) {
+      const std::size_t count = std::min(tile, run.tokens - t0);
+      const std::size_t count8 = (count + 7) / 8 * 8;
+      for (std::size_t i = 0; i < count; ++i) {
+        float dots[N];
+        dot_keys<N, Elem>(q, run.keys + (t0 + i) * units, width, dots);
+        for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;
+      }
+      if (transform) {
+        for (int n = 0; n < N; ++n)
+          for (std::size_t i = 0; i < count; ++i)
+            logits[n][i] = transform_logit(p, logits[n][i], task.first_query_head + first + n, pos + t0 + i,
+                                           task.query_pos);
+      }
+      for (int n = 0; n < N; ++n) {
+        std::fill(logits[n] + count, logits[n] + count8, -std::numeric_limits<float>::infinity());
+        __m256 m = _mm256_load_ps(logits[n]);
+        for (std::size_t i = 8; i < count8; i += 8) m = _mm256_max_ps(m, _mm256_load_ps(logits[n] + i));
+        const float new_max = std::max(max[n], max8(m));
+        const float correction = std::exp(max[n] - new_max);
+        const __m256 shift = _mm256_set1_ps(new_max);
+        __m256 total = _mm256_setzero_ps();
+        for (std::size_t i = 0; i < count8; i += 8) {
+          const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(logits[n] + i), shift));
+          _mm256_store_ps(logits[n] + i, e);
+          total = _mm256_add_ps(total, e);
+        }
+        sum[n] = sum[n] * correction + sum8(total);
+        max[n] = new_max;
+        if (correction != 1.f) {
+          const __m256 c = _mm256_set1_ps(correction);
+          for (std::size_t j = 0; j < width; j += 8)
+            _mm256_storeu_ps(acc[n] + j, _mm256_mul_ps(_mm256_loadu_ps(acc[n] + j), c));
+        }
+      }
+      const typename Elem::unit* values = run.values + t0 * units;
+      if constexpr (R::scale_block != 0) {
+        for (std::size_t b = 0; b < units; ++b)
+          for (std::size_t i = 0; i < count; ++i) {
+            const float s = R::scale(values + i * units, b);
+            for (int n = 0; n < N; ++n) weights[b][i * N + n] = logits[n][i] * s;
+          }
+      } else {
+        for (std::size_t i = 0; i < count; ++i)
+          for (int n = 0; n < N; ++n) weights[0][i * N + n] = logits[n][i];
+      }
+      std::size_t c = 0;
+      for (; c + 16 <= width; c += 16) {
+        const float* w = weights[R::scale_block != 0 ? c / R::scale_block : 0];
+        accumulate_values<N, 2, Elem>(acc, values, units, count, w, c);
+      }
+      if (c < width) accumulate_values<N, 1, Elem>(acc, values, units, count, weights[0], c);
+    }
+    pos += run.tokens;
+  }
+  for (int n = 0; n < N; ++n) {
+    acc[n][padded] = max[n];
+    acc[n][padded + 1] = sum[n];
+  }
+}
+
+}  // namespace attention_avx2
+
+/// AVX2 decode kernel: query heads in groups of up to 4 per pass over the K/V
+/// tile; falls back to the scalar kernel for formats without a reader or a
+/// head_dim that is not a multiple of 8.
+/// \tparam Elem the KV element format
+template <KvElement Elem>
+void decode_partial(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+                    const decode_task& task) noexcept {
+  if constexpr (!attention_avx2::reader<Elem>::available) {
+    decode_partial(arch::scalar{}, kv, layer, p, task);
+  } else {
+    if (kv.head_dim() % 8 != 0) return decode_partial(arch::scalar{}, kv, layer, p, task);
+    std::size_t first = 0;
+    for (; first + 4 <= task.count; first += 4) attention_avx2::group_partial<4>(kv, layer, p, task, first);
+    switch (task.count - first) {
+      case 3: attention_avx2::group_partial<3>(kv, layer, p, task, first); break;
+      case 2: attention_avx2::group_partial<2>(kv, layer, p, task, first); break;
+      case 1: attention_avx2::group_partial<1>(kv, layer, p, task, first); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace hedge
+
+#undef HEDGE_ATTENTION_AVX2
+#endif  // x86

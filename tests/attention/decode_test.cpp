@@ -1,0 +1,207 @@
+// Decode attention against a float64 materialised-softmax reference: every
+// element format, contiguous and paged (non-contiguous pages) storage, head_dim
+// 64/80/128, GQA groups 1/4/8, contexts 1..8192, after truncate and fork, with
+// soft-cap, ALiBi and a sliding window; split invariance; no heap on the decode path.
+//
+// Tolerance: error relative to max |output| <= 2e-5 for every element format (K/V
+// are decoded with the format's own decode in the reference, so quantization
+// error is not attention error). What remains is float32 rounding of q.k (a few
+// ulp of |q||k|), of the exp polynomial (< 2 ulp) and of accumulating up to 8192
+// weighted values, which grows like sqrt(context) x 6e-8; measured maxima are
+// below 3e-6.
+#include "hedge/attention/decode.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "hedge/core/thread_pool.hpp"
+#include "reference.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+using hedge::kv_config;
+using hedge::kv_dynamic_shape;
+constexpr double tolerance = 2e-5;
+
+template <class Elem>
+class DecodeAttention : public ::testing::Test {};
+using elements = ::testing::Types<hedge::kv_f32, hedge::kv_f16, hedge::kv_bf16, hedge::kv_q8_0>;
+TYPED_TEST_SUITE(DecodeAttention, elements);
+
+// Runs decode with every arch variant this CPU supports and checks each against the reference.
+template <class Elem>
+void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::size_t layer,
+                             const std::vector<float>& q, const hedge::attention_params& p, std::size_t splits,
+                             const char* what) {
+  const auto want = hedge::test::reference_attention(view, layer, q, p, view.end(), view.end() - 1);
+  std::vector<float> out(q.size());
+  std::vector<float> workspace(hedge::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), splits));
+  auto run = [&](auto arch) {
+    if (!decltype(arch)::supported()) return;
+    auto r = hedge::decode_attention<decltype(arch)>(view, layer, q, out, p, workspace, hedge::exec::serial{}, splits);
+    ASSERT_TRUE(r) << r.error().c_str();
+    EXPECT_LE(hedge::test::relative_error(out, want), tolerance)
+        << decltype(arch)::name << " " << Elem::name << " " << what << " splits " << splits;
+  };
+  run(hedge::arch::scalar{});
+  run(hedge::arch::avx2{});
+}
+
+TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
+  using Elem = TypeParam;
+  std::mt19937 rng(42);
+  for (std::size_t dim : {64, 80, 128}) {
+    for (std::size_t group : {1, 4, 8}) {
+      for (std::size_t page_tokens : {0, 16}) {
+        const std::size_t kv_heads = 2, max_tokens = 1100;
+        auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({2, kv_heads, dim},
+                                                                   kv_config{2, max_tokens, page_tokens, 0, 0});
+        ASSERT_TRUE(cache);
+        auto seq = *cache->create();
+        auto other = *cache->create();
+        std::size_t length = 0;
+        for (std::size_t context : {1, 5, 33, 257, 1000}) {
+          // Interleave another sequence so a paged sequence's pages are not contiguous.
+          hedge::test::append_random(*cache, seq, context - length, rng);
+          if (page_tokens != 0) hedge::test::append_random(*cache, other, 1, rng);
+          length = context;
+          const auto q = hedge::test::random_floats(kv_heads * group * dim, rng);
+          const hedge::attention_params p{1.f / std::sqrt(static_cast<float>(dim))};
+          char what[96];
+          std::snprintf(what, sizeof what, "dim %zu group %zu page %zu context %zu", dim, group, page_tokens, context);
+          check_against_reference(*cache->view(seq), 1, q, p, context > 256 ? 3 : 1, what);
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(DecodeAttention, LongContext8192Paged) {
+  using Elem = TypeParam;
+  std::mt19937 rng(7);
+  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 128}, kv_config{1, 8192, 32, 0, 0});
+  ASSERT_TRUE(cache);
+  auto seq = *cache->create();
+  hedge::test::append_random(*cache, seq, 8192, rng);
+  const auto q = hedge::test::random_floats(8 * 128, rng);
+  check_against_reference(*cache->view(seq), 0, q, {1.f / std::sqrt(128.f)}, 2, "context 8192");
+}
+
+TYPED_TEST(DecodeAttention, AfterTruncateAndFork) {
+  using Elem = TypeParam;
+  std::mt19937 rng(3);
+  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 64}, kv_config{3, 600, 16, 0, 0});
+  ASSERT_TRUE(cache);
+  auto parent = *cache->create();
+  hedge::test::append_random(*cache, parent, 300, rng);
+  auto child = *cache->fork(parent);
+  hedge::test::append_random(*cache, child, 45, rng);  // diverges inside a shared page
+  ASSERT_TRUE(cache->truncate(parent, 250));           // a rejected draft
+  hedge::test::append_random(*cache, parent, 20, rng);
+  ASSERT_TRUE(cache->truncate(child, 310));
+  const auto q = hedge::test::random_floats(4 * 64, rng);
+  check_against_reference(*cache->view(parent), 0, q, {0.125f}, 2, "parent");
+  check_against_reference(*cache->view(child), 0, q, {0.125f}, 2, "child");
+}
+
+TYPED_TEST(DecodeAttention, SoftcapAlibiAndSlidingWindow) {
+  using Elem = TypeParam;
+  std::mt19937 rng(11);
+  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 64}, kv_config{1, 160, 16, 0, 100});
+  ASSERT_TRUE(cache);
+  auto seq = *cache->create();
+  hedge::test::append_random(*cache, seq, 517, rng);  // wraps the ring three times
+  const auto view = *cache->view(seq);
+  ASSERT_EQ(view.begin(), 417u);
+  const auto q = hedge::test::random_floats(8 * 64, rng, 3.f);
+  const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
+  check_against_reference(view, 0, q, {0.125f}, 1, "window");
+  check_against_reference(view, 0, q, {0.125f, 5.f}, 3, "softcap 5");
+  check_against_reference(view, 0, q, {0.125f, 0.f, slopes}, 2, "alibi");
+}
+
+TYPED_TEST(DecodeAttention, AnySplitCountGivesTheSameOutput) {
+  using Elem = TypeParam;
+  std::mt19937 rng(5);
+  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 1, 128}, kv_config{1, 3000, 16, 0, 0});
+  ASSERT_TRUE(cache);
+  auto seq = *cache->create();
+  hedge::test::append_random(*cache, seq, 2999, rng);
+  const auto view = *cache->view(seq);
+  const auto q = hedge::test::random_floats(4 * 128, rng);
+  std::vector<float> one(q.size()), split(q.size()), workspace(hedge::decode_workspace_floats(4, 128, 64));
+  hedge::exec::thread_pool pool(2);
+  ASSERT_TRUE(hedge::decode_attention(view, 0, q, one, {0.1f}, workspace, hedge::exec::serial{}, 1));
+  for (std::size_t splits : {2, 3, 7, 64}) {
+    ASSERT_TRUE(hedge::decode_attention(view, 0, q, split, {0.1f}, workspace, pool, splits));
+    double err = 0, scale = 0;
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      err = std::max(err, static_cast<double>(std::fabs(one[i] - split[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(one[i])));
+    }
+    EXPECT_LE(err / scale, 1e-5) << "splits " << splits;
+  }
+}
+
+TEST(DecodeAttentionLayouts, PagedAndContiguousGiveTheSameOutput) {
+  std::mt19937 rng_a(9), rng_b(9);
+  auto contiguous = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 0, 0, 0});
+  auto paged = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 16, 0, 0});
+  ASSERT_TRUE(contiguous && paged);
+  auto a = *contiguous->create();
+  auto b = *paged->create();
+  hedge::test::append_random(*contiguous, a, 999, rng_a);
+  hedge::test::append_random(*paged, b, 999, rng_b);
+  const auto q = hedge::test::random_floats(32 * 128, rng_a);
+  std::vector<float> out_a(q.size()), out_b(q.size()), workspace(hedge::decode_workspace_floats(32, 128, 1));
+  ASSERT_TRUE(hedge::decode_attention(*contiguous->view(a), 0, q, out_a, {0.088f}, workspace));
+  ASSERT_TRUE(hedge::decode_attention(*paged->view(b), 0, q, out_b, {0.088f}, workspace));
+  for (std::size_t i = 0; i < q.size(); ++i) ASSERT_NEAR(out_a[i], out_b[i], 1e-6) << i;
+}
+
+TEST(DecodeAttentionErrors, ShapeWorkspaceLayerAndHeadDim) {
+  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({1, 2, 64}, kv_config{1, 16, 0, 0, 0});
+  ASSERT_TRUE(cache);
+  auto seq = *cache->create();
+  std::mt19937 rng(1);
+  hedge::test::append_random(*cache, seq, 4, rng);
+  const auto view = *cache->view(seq);
+  std::vector<float> q(3 * 64), out(3 * 64), workspace(1000);
+  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
+  q.resize(4 * 64);
+  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
+  out.resize(4 * 64);
+  EXPECT_EQ(hedge::decode_attention(view, 1, q, out, {}, workspace).error().code(), hedge::errc::out_of_range);
+  workspace.resize(10);
+  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::capacity_exceeded);
+}
+
+// The decode step (extend, write K/V, attend) allocates nothing once the cache,
+// the workspace and the thread pool exist.
+TEST(DecodeAttentionHeap, DecodeStepAllocatesNothing) {
+  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_q8_0>::make({2, 2, 64}, kv_config{1, 512, 16, 0, 0});
+  ASSERT_TRUE(cache);
+  auto seq = *cache->create();
+  std::mt19937 rng(2);
+  hedge::test::append_random(*cache, seq, 300, rng);
+  const auto k = hedge::test::random_floats(128, rng), q = hedge::test::random_floats(8 * 64, rng);
+  std::vector<float> out(q.size()), workspace(hedge::decode_workspace_floats(8, 64, 8));
+  hedge::exec::thread_pool pool(2);
+  hedge::test::alloc_scope scope;
+  for (int step = 0; step < 20; ++step) {
+    const auto pos = cache->extend(seq, 1);
+    ASSERT_TRUE(pos);
+    for (std::size_t layer = 0; layer < 2; ++layer) {
+      ASSERT_TRUE(cache->write(seq, layer, *pos, k, k));
+      const auto view = cache->view(seq);
+      ASSERT_TRUE(hedge::decode_attention(*view, layer, q, out, {0.125f}, workspace, pool, 4));
+      ASSERT_TRUE(hedge::decode_attention<hedge::arch::scalar>(*view, layer, q, out, {0.125f}, workspace));
+    }
+  }
+  EXPECT_EQ(scope.count(), 0u);
+}
+
+}  // namespace

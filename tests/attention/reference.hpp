@@ -1,0 +1,90 @@
+// Float64 reference attention with a materialised softmax, and helpers to fill
+// a cache with random K/V, shared by the attention tests.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "hedge/attention/params.hpp"
+#include "hedge/kv/cache.hpp"
+
+namespace hedge::test {
+
+/// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double, over the view's positions
+/// (K/V decoded with the element's own decode, so only the attention math is checked).
+/// query_pos: position of the query (view.end() - 1 for decode).
+template <class Elem>
+std::vector<double> reference_attention(const kv_sequence_view<Elem>& kv, std::size_t layer,
+                                        std::span<const float> q, const attention_params& p,
+                                        std::uint64_t key_end, std::uint64_t query_pos) {
+  const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
+  std::vector<double> out(q.size(), 0.0);
+  const std::uint64_t key_begin = kv.begin();
+  std::vector<float> key(dim), value(dim);
+  std::vector<double> logits;
+  for (std::size_t h = 0; h < q_heads; ++h) {
+    const std::size_t kv_head = h / group;
+    logits.assign(static_cast<std::size_t>(key_end - key_begin), 0.0);
+    for (std::uint64_t pos = key_begin; pos < key_end; ++pos) {
+      const auto run = kv.contiguous(layer, kv_head, pos, pos + 1);
+      Elem::decode(std::span(run.keys, kv.vector_units()), key);
+      double dot = 0;
+      for (std::size_t j = 0; j < dim; ++j) dot += static_cast<double>(q[h * dim + j]) * key[j];
+      double logit = dot * p.scale;
+      if (p.softcap > 0) logit = p.softcap * std::tanh(logit / p.softcap);
+      if (!p.alibi_slopes.empty())
+        logit += p.alibi_slopes[h] * (static_cast<double>(pos) - static_cast<double>(query_pos));
+      logits[pos - key_begin] = logit;
+    }
+    const double max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (double& l : logits) sum += (l = std::exp(l - max));
+    for (std::uint64_t pos = key_begin; pos < key_end; ++pos) {
+      const auto run = kv.contiguous(layer, kv_head, pos, pos + 1);
+      Elem::decode(std::span(run.values, kv.vector_units()), value);
+      const double w = logits[pos - key_begin] / sum;
+      for (std::size_t j = 0; j < dim; ++j) out[h * dim + j] += w * value[j];
+    }
+  }
+  return out;
+}
+
+/// max |got - want| / max |want| (0 when want is all zero).
+inline double relative_error(std::span<const float> got, std::span<const double> want) {
+  double err = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return err / scale;
+}
+
+inline std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float amplitude = 1.f) {
+  std::uniform_real_distribution<float> d(-amplitude, amplitude);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+/// Appends `tokens` positions of random K/V (every layer) to `seq`.
+template <class Cache>
+void append_random(Cache& cache, kv_seq seq, std::size_t tokens, std::mt19937& rng) {
+  const auto& s = cache.shape();
+  const std::size_t n = s.kv_heads() * s.head_dim();
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const auto pos = cache.extend(seq, 1);
+    ASSERT_TRUE(pos) << pos.error().c_str();
+    for (std::size_t layer = 0; layer < s.layers(); ++layer) {
+      const auto k = random_floats(n, rng, 2.f), v = random_floats(n, rng);
+      ASSERT_TRUE(cache.write(seq, layer, *pos, k, v));
+    }
+  }
+}
+
+}  // namespace hedge::test
