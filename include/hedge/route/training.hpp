@@ -1,0 +1,205 @@
+// hedge-os-dependent: reads files, uses the heap (std::vector, std::string).
+//
+// hedge/route/training.hpp: fitting and saving the complexity model, and loading labelled
+// routing data (CSV: prompt, weak correct, strong correct; e.g. RouteLLM's MMLU responses).
+// Used by the hedge-route-train and hedge-route-eval tools and by tests; never on the
+// decision path.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hedge/core/result.hpp"
+#include "hedge/route/complexity_model.hpp"
+#include "hedge/route/csv.hpp"
+#include "hedge/verify/random.hpp"
+
+namespace hedge::route {
+
+/// Whole file as a string.
+inline result<std::string> read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return error{errc::io_error} << "cannot open " << path;
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return error{errc::io_error} << "error reading " << path;
+  return text;
+}
+
+/// One labelled prompt: how well the weak (edge) and strong (cloud) model answered.
+struct labelled_prompt {
+  std::string prompt;
+  float weak = 0.0f;
+  float strong = 0.0f;
+};
+
+namespace detail {
+inline bool parse_outcome(std::string_view s, float& out) {
+  if (s == "True" || s == "true" || s == "1") return out = 1.0f, true;
+  if (s == "False" || s == "false" || s == "0") return out = 0.0f, true;
+  return parse_number(s, out) && out >= 0.0f && out <= 1.0f;
+}
+}  // namespace detail
+
+/// Parses labelled CSV text: a header row, then rows of exactly three fields
+/// (prompt, weak outcome, strong outcome); outcomes are True/False, 1/0 or a score in [0, 1].
+inline result<std::vector<labelled_prompt>> parse_labelled_csv(std::string_view text, std::string_view source = "csv") {
+  csv_cursor cursor{text};
+  std::vector<labelled_prompt> rows;
+  bool header = true;
+  while (!cursor.done()) {
+    std::array<std::string, 3> fields;
+    std::size_t count = 0;
+    const std::size_t line = cursor.line();
+    while (true) {
+      auto f = cursor.next();
+      if (!f) return error{errc::parse_error} << source << ": " << f.error().message();
+      if (count < fields.size()) csv_unescape(*f, [&](char c) { fields[count].push_back(c); });
+      ++count;
+      if (f->ends_record) break;
+    }
+    if (count == 1 && fields[0].empty()) continue;  // blank line
+    if (count != 3)
+      return error{errc::parse_error} << source << " line " << line << ": expected 3 columns, got " << count;
+    if (header) {
+      header = false;
+      continue;
+    }
+    labelled_prompt row;
+    if (!detail::parse_outcome(fields[1], row.weak) || !detail::parse_outcome(fields[2], row.strong))
+      return error{errc::parse_error} << source << " line " << line << ": outcome is not True/False or a number in [0, 1]";
+    row.prompt = std::move(fields[0]);
+    rows.push_back(std::move(row));
+  }
+  if (header) return error{errc::parse_error} << source << ": empty file (no header row)";
+  return rows;
+}
+
+inline result<std::vector<labelled_prompt>> load_labelled_csv(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_labelled_csv(*text, path);
+}
+
+/// A prompt's features as a sparse vector over [dense | words buckets | chars buckets].
+struct sparse_features {
+  std::vector<std::uint32_t> index;
+  std::vector<float> value;
+};
+
+/// Feature vector of one prompt, duplicates merged, in the layout train_logistic expects.
+/// \tparam Buckets the model's bucket count
+template <std::size_t Buckets>
+sparse_features sparse_features_of(std::string_view prompt) {
+  std::vector<std::pair<std::uint32_t, float>> raw;
+  const auto summary = complexity_features<Buckets>::extract(prompt, [&](hashed_group g, std::uint32_t b) noexcept {
+    raw.emplace_back(static_cast<std::uint32_t>(dense_feature_count + static_cast<std::size_t>(g) * Buckets + b), 0.0f);
+  });
+  for (auto& [i, v] : raw) {
+    const auto g = (i - dense_feature_count) / Buckets;
+    v = summary.group_scale(static_cast<hashed_group>(g));
+  }
+  std::sort(raw.begin(), raw.end());
+  sparse_features out;
+  for (std::uint32_t k = 0; k < dense_feature_count; ++k) {
+    out.index.push_back(k);
+    out.value.push_back(summary.dense[k]);
+  }
+  for (const auto& [i, v] : raw) {
+    if (!out.index.empty() && out.index.back() == i) {
+      out.value.back() += v;
+    } else {
+      out.index.push_back(i);
+      out.value.push_back(v);
+    }
+  }
+  return out;
+}
+
+struct logistic_options {
+  int epochs = 6;
+  double learning_rate = 0.1;  ///< AdaGrad base step
+  double l2 = 1e-4;            ///< ridge penalty per step on touched weights
+  std::uint64_t seed = 1;      ///< example order
+};
+
+/// Fits weights w (size = feature count, bias separate) by AdaGrad (Duchi et al. 2011) on
+/// the log-loss of labels in [0, 1] with per-example weights; deterministic for a seed.
+inline void train_logistic(const std::vector<const sparse_features*>& x, const std::vector<float>& label,
+                           const std::vector<float>& weight, const logistic_options& opt, std::vector<float>& w,
+                           float& bias) {
+  std::vector<float> g2(w.size(), 1e-6f);
+  float bias_g2 = 1e-6f;
+  std::vector<std::size_t> order(x.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  verify::seeded_random rng{opt.seed};
+  const auto lr = static_cast<float>(opt.learning_rate), l2 = static_cast<float>(opt.l2);
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng.below(k)]);
+    for (std::size_t e : order) {
+      const auto& f = *x[e];
+      float z = bias;
+      for (std::size_t j = 0; j < f.index.size(); ++j) z += w[f.index[j]] * f.value[j];
+      const float p = 1.0f / (1.0f + std::exp(-z));
+      const float g = (p - label[e]) * weight[e];
+      bias_g2 += g * g;
+      bias -= lr * g / std::sqrt(bias_g2);
+      for (std::size_t j = 0; j < f.index.size(); ++j) {
+        const auto i = f.index[j];
+        const float gi = g * f.value[j] + l2 * w[i];
+        g2[i] += gi * gi;
+        w[i] -= lr * gi / std::sqrt(g2[i]);
+      }
+    }
+  }
+}
+
+/// Trains a complexity model on prompts with labels in [0, 1] (1 = send to the cloud).
+/// \tparam Buckets the model's bucket count
+template <std::size_t Buckets>
+void train_complexity_model(const std::vector<const sparse_features*>& x, const std::vector<float>& label,
+                            const std::vector<float>& weight, const logistic_options& opt,
+                            complexity_model<Buckets>& model) {
+  std::vector<float> w(dense_feature_count + hashed_group_count * Buckets, 0.0f);
+  float bias = 0.0f;
+  train_logistic(x, label, weight, opt, w, bias);
+  model.bias = bias;
+  std::copy_n(w.begin(), dense_feature_count, model.dense.begin());
+  for (std::size_t g = 0; g < hashed_group_count; ++g)
+    std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(dense_feature_count + g * Buckets), Buckets,
+                model.hashed[g].begin());
+}
+
+/// Writes a model in the weights-file format of complexity_model.hpp (non-zero buckets only).
+template <std::size_t Buckets>
+result<void> write_complexity_weights(const complexity_model<Buckets>& model, const std::string& path,
+                                      std::string_view comment = {}) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return error{errc::io_error} << "cannot create " << path;
+  std::fprintf(f, "hedge-complexity 1\n");
+  if (!comment.empty()) std::fprintf(f, "# %.*s\n", static_cast<int>(comment.size()), comment.data());
+  std::fprintf(f, "buckets %zu\nbias %.9g\n", Buckets, static_cast<double>(model.bias));
+  for (std::size_t k = 0; k < dense_feature_count; ++k)
+    std::fprintf(f, "dense %.*s %.9g\n", static_cast<int>(dense_feature_names[k].size()), dense_feature_names[k].data(),
+                 static_cast<double>(model.dense[k]));
+  for (std::size_t g = 0; g < hashed_group_count; ++g)
+    for (std::size_t b = 0; b < Buckets; ++b)
+      if (model.hashed[g][b] != 0.0f)
+        std::fprintf(f, "%s %zu %.9g\n", g == 0 ? "words" : "chars", b, static_cast<double>(model.hashed[g][b]));
+  const bool failed = std::ferror(f) != 0;
+  if (std::fclose(f) != 0 || failed) return error{errc::io_error} << "error writing " << path;
+  return ok();
+}
+
+}  // namespace hedge::route

@@ -1,0 +1,34 @@
+// hedge/verify/random.hpp: a small seeded random generator with the same output on every
+// platform and standard library (std:: distributions differ between libstdc++ versions,
+// so tests and tools that must reproduce numbers use this instead).
+//
+// SplitMix64 (Steele, Lea, Flood 2014, "Fast splittable pseudorandom number generators"),
+// the generator Java's SplittableRandom and xoshiro's seeding use.
+#pragma once
+
+#include <cstdint>
+
+namespace hedge::verify {
+
+class seeded_random {
+ public:
+  constexpr explicit seeded_random(std::uint64_t seed) noexcept : state_(seed) {}
+
+  constexpr std::uint64_t next() noexcept {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1) with 53 random bits.
+  constexpr double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  /// Uniform integer in [0, n) for 0 < n <= 2^53.
+  constexpr std::uint64_t below(std::uint64_t n) noexcept {
+    return static_cast<std::uint64_t>(uniform() * static_cast<double>(n));
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace hedge::verify

@@ -1,0 +1,107 @@
+// Calibration (quantile rule) and RouteLLM metrics on hand-computed cases, plus a
+// leave-domain-out run on a subset of ../shared/routing/mmlu.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hedge/route/calibration.hpp"
+#include "hedge/route/evaluation.hpp"
+#include "hedge/route/metrics.hpp"
+#include "hedge/verify/random.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+using namespace hedge::route;
+
+TEST(Calibration, QuantileRuleHitsTheTargetFraction) {
+  std::vector<double> scores;
+  hedge::verify::seeded_random rng{3};
+  for (int k = 0; k < 1000; ++k) scores.push_back(rng.uniform());
+  const std::vector<double> original = scores;
+  for (double target : {0.0, 0.1, 0.25, 0.5, 0.9, 1.0}) {
+    auto t = threshold_for_cloud_fraction(scores, target);
+    ASSERT_TRUE(t.ok());
+    EXPECT_NEAR(cloud_fraction_at(original, *t), target, 1e-3) << target;
+  }
+  EXPECT_FALSE(threshold_for_cloud_fraction(scores, 1.5).ok());
+  std::vector<double> none;
+  EXPECT_EQ(threshold_for_cloud_fraction(none, 0.5).error().code(), hedge::errc::invalid_argument);
+}
+
+TEST(Calibration, QualityTargetPicksTheFewestCloudCalls) {
+  // Scores order the rows; only rows 0 and 2 gain from the cloud.
+  std::vector<scored_outcome> rows{{0.9, 0, 1}, {0.8, 1, 1}, {0.7, 0, 1}, {0.1, 1, 1}};
+  auto t = threshold_for_quality(rows, 0.75);  // weak 0.5 -> need row 0 only
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(*t, 0.8);
+  t = threshold_for_quality(rows, 1.0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(*t, 0.1);
+  EXPECT_EQ(threshold_for_quality(rows, 1.1).error().code(), hedge::errc::unavailable);
+}
+
+TEST(Metrics, HandComputedCurve) {
+  // 4 rows, weak 0.5, strong 1.0; perfect order gains at k = 1, 2.
+  std::vector<scored_outcome> rows{{0.1, 1, 1}, {0.9, 0, 1}, {0.8, 0, 1}, {0.2, 1, 1}};
+  std::vector<double> pgr;
+  auto m = evaluate_routing(rows, [&](double, double, double p) { pgr.push_back(p); });
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(pgr, (std::vector<double>{0.0, 0.5, 1.0, 1.0, 1.0}));
+  // Trapezoid: (0.25 + 0.75 + 1 + 1) / 4
+  EXPECT_DOUBLE_EQ(m->apgr, 0.75);
+  EXPECT_DOUBLE_EQ(m->cpt50, 0.25);
+  EXPECT_DOUBLE_EQ(m->cpt80, 0.5);
+  std::vector<scored_outcome> flat{{0.1, 1, 1}};
+  EXPECT_FALSE(evaluate_routing(flat).ok());
+}
+
+TEST(Metrics, RandomRouterAveragesHalfAndAllocatesNothing) {
+  std::vector<scored_outcome> rows(2000);
+  hedge::verify::seeded_random rng{11};
+  for (auto& r : rows) r.weak = rng.uniform() < 0.6 ? 1.0f : 0.0f, r.strong = rng.uniform() < 0.8 ? 1.0f : 0.0f;
+  double sum = 0.0;
+  hedge::test::alloc_scope scope;
+  for (int seed = 0; seed < 20; ++seed) {
+    for (auto& r : rows) r.score = rng.uniform();
+    sum += evaluate_routing(rows)->apgr;
+  }
+  EXPECT_EQ(scope.count(), 0u);
+  EXPECT_NEAR(sum / 20, 0.5, 0.02);
+}
+
+// Leave-domain-out on every third MMLU domain (19 of 57; the full run is hedge-route-eval's
+// job, see docs/routing.md): the pipeline runs, beats random, and calibration holds.
+TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path{hedge::test::shared_dir()} / "routing" / "mmlu";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "routing data not available: needs " << dir.string();
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".csv") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<labelled_domain> domains;
+  for (std::size_t k = 0; k < files.size(); k += 3) {
+    auto rows = load_labelled_csv(files[k]);
+    ASSERT_TRUE(rows.ok()) << rows.error().c_str();
+    domains.push_back({fs::path(files[k]).stem().string(), std::move(*rows), {}});
+    compute_features<4096>(domains.back());
+  }
+  evaluation_options opt;
+  opt.fit.epochs = 2;
+  opt.calibration_folds = 0;
+  auto report = evaluate_leave_domain_out<4096>(domains, opt);
+  ASSERT_TRUE(report.ok()) << report.error().c_str();
+  std::printf("mmlu subset: %zu domains, n=%zu APGR %.4f random %.4f oracle %.4f held-out cloud fraction %.4f\n",
+              domains.size(), report->router.n, report->router.apgr, report->random_apgr, report->oracle.apgr,
+              report->held_out_cloud_fraction);
+  EXPECT_NEAR(report->random_apgr, 0.5, 0.03);
+  EXPECT_GT(report->oracle.apgr, 1.0);
+  EXPECT_GT(report->router.apgr, report->random_apgr);
+}
+
+}  // namespace

@@ -1,0 +1,103 @@
+// Complexity features and model: one-pass features, weights-file round trip and errors,
+// training on a toy separable task.
+#include "hedge/route/complexity_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "hedge/route/training.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+using namespace hedge::route;
+
+TEST(ComplexityFeatures, CountsAndDenseValues) {
+  std::size_t words = 0, chars = 0;
+  const auto s = complexity_features<256>::extract("Solve x^2 = 4?", [&](hashed_group g, std::uint32_t b) noexcept {
+    EXPECT_LT(b, 256u);
+    (g == hashed_group::words ? words : chars) += 1;
+  });
+  EXPECT_EQ(words, 4u + 3u);  // unigrams solve x 2 4, three bigrams
+  EXPECT_EQ(s.occurrences[0], words);
+  EXPECT_EQ(s.occurrences[1], chars);
+  EXPECT_GT(s.dense[static_cast<std::size_t>(dense_feature::math_fraction)], 0.0f);
+  EXPECT_GT(s.dense[static_cast<std::size_t>(dense_feature::question_marks)], 0.0f);
+}
+
+TEST(ComplexityFeatures, CaseFoldedAndDeterministic) {
+  std::vector<std::uint32_t> a, b;
+  complexity_features<1024>::extract("Hello World", [&](hashed_group, std::uint32_t k) noexcept { a.push_back(k); });
+  complexity_features<1024>::extract("hello world", [&](hashed_group, std::uint32_t k) noexcept { b.push_back(k); });
+  EXPECT_EQ(a, b);
+}
+
+TEST(ComplexityModel, ScoringAllocatesNothing) {
+  static complexity_model<4096> model;
+  model.bias = 0.25f;
+  hedge::test::alloc_scope scope;
+  const float z = model.logit("What is the integral of sin(x) dx from 0 to pi?");
+  EXPECT_EQ(scope.count(), 0u);
+  EXPECT_FLOAT_EQ(z, 0.25f);
+}
+
+TEST(ComplexityModel, WeightsFileRoundTrip) {
+  auto model = std::make_unique<complexity_model<256>>();
+  model->bias = -0.5f;
+  model->dense[3] = 1.25f;
+  model->hashed[0][7] = 0.125f;
+  model->hashed[1][255] = -2.0f;
+  const std::string path = ::testing::TempDir() + "hedge_weights_roundtrip.txt";
+  ASSERT_TRUE(write_complexity_weights(*model, path, "test").ok());
+  auto text = read_text_file(path);
+  ASSERT_TRUE(text.ok());
+  auto loaded = std::make_unique<complexity_model<256>>();
+  ASSERT_TRUE(parse_complexity_weights(*text, *loaded).ok());
+  EXPECT_EQ(loaded->bias, model->bias);
+  EXPECT_EQ(loaded->dense, model->dense);
+  EXPECT_EQ(loaded->hashed, model->hashed);
+  const std::string prompt = "Which of these is a prime number? A. 9 B. 15 C. 17";
+  EXPECT_EQ(loaded->logit(prompt), model->logit(prompt));
+  std::remove(path.c_str());
+}
+
+TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
+  complexity_model<16> m;
+  const auto code = [&](std::string_view text) { return parse_complexity_weights(text, m).error().code(); };
+  EXPECT_EQ(code(""), hedge::errc::parse_error);
+  EXPECT_EQ(code("hello 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\n"), hedge::errc::unsupported);
+  EXPECT_EQ(code("hedge-complexity 1\nbuckets 32\n"), hedge::errc::shape_mismatch);
+  EXPECT_EQ(code("hedge-complexity 1\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
+  EXPECT_EQ(code("hedge-complexity 1\nwords 1 0.5\nbuckets 16\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nwords 16 0.5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
+  const auto e = parse_complexity_weights("hedge-complexity 1\nbuckets 16\n# ok\nchars x 1\n", m).error();
+  EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
+  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 1\r\nbuckets 16\r\nchars 3 -1e-3\r\n", m).ok());
+  EXPECT_FLOAT_EQ(m.hashed[1][3], -1e-3f);
+}
+
+TEST(ComplexityTraining, LearnsASeparableToyTask) {
+  std::vector<std::string> prompts;
+  std::vector<float> labels;
+  const char* hard[] = {"prove the integral converges", "derive the eigenvalues of the matrix", "prove the lemma by induction"};
+  const char* easy[] = {"what colour is the sky", "name a fruit", "what colour is grass"};
+  for (int k = 0; k < 3; ++k) prompts.push_back(hard[k]), labels.push_back(1.0f), prompts.push_back(easy[k]), labels.push_back(0.0f);
+  std::vector<sparse_features> features;
+  for (const auto& p : prompts) features.push_back(sparse_features_of<1024>(p));
+  std::vector<const sparse_features*> x;
+  for (const auto& f : features) x.push_back(&f);
+  std::vector<float> weights(labels.size(), 1.0f);
+  auto model = std::make_unique<complexity_model<1024>>();
+  train_complexity_model(x, labels, weights, logistic_options{.epochs = 30}, *model);
+  EXPECT_GT(model->probability("prove the theorem by induction"), 0.5f);
+  EXPECT_LT(model->probability("what colour is a banana"), 0.5f);
+}
+
+}  // namespace

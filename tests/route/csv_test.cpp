@@ -1,0 +1,57 @@
+// RFC 4180 CSV cursor and the labelled-data loader.
+#include "hedge/route/csv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hedge/route/training.hpp"
+
+namespace {
+
+using namespace hedge::route;
+
+std::vector<std::string> fields(std::string_view text) {
+  csv_cursor c{text};
+  std::vector<std::string> out;
+  while (!c.done()) {
+    auto f = c.next();
+    EXPECT_TRUE(f.ok());
+    if (!f) break;
+    std::string s;
+    csv_unescape(*f, [&](char ch) { s.push_back(ch); });
+    out.push_back(s + (f->ends_record ? "|" : ""));
+  }
+  return out;
+}
+
+TEST(Csv, QuotedFieldsWithCommasQuotesAndNewlines) {
+  EXPECT_EQ(fields("a,\"b,c\"\n\"say \"\"hi\"\"\nthere\",2\r\n"),
+            (std::vector<std::string>{"a", "b,c|", "say \"hi\"\nthere", "2|"}));
+  EXPECT_EQ(fields("x,"), (std::vector<std::string>{"x", "|"}));
+  EXPECT_EQ(fields(""), std::vector<std::string>{});
+}
+
+TEST(Csv, MalformedInputIsAnError) {
+  csv_cursor open{"\"never closed"};
+  EXPECT_EQ(open.next().error().code(), hedge::errc::parse_error);
+  csv_cursor junk{"\"a\"b,c"};
+  EXPECT_EQ(junk.next().error().code(), hedge::errc::parse_error);
+  csv_cursor stray{"a\"b"};
+  EXPECT_EQ(stray.next().error().code(), hedge::errc::parse_error);
+}
+
+TEST(LabelledCsv, ParsesRouteLlmLayout) {
+  auto rows = parse_labelled_csv("prompt,weak,strong\n\"Q1, with comma\nA. x\",True,False\nQ2,0,1\n");
+  ASSERT_TRUE(rows.ok()) << rows.error().c_str();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].prompt, "Q1, with comma\nA. x");
+  EXPECT_EQ((*rows)[0].weak, 1.0f);
+  EXPECT_EQ((*rows)[1].strong, 1.0f);
+  EXPECT_EQ(parse_labelled_csv("p,w,s\nq,maybe,True\n").error().code(), hedge::errc::parse_error);
+  EXPECT_EQ(parse_labelled_csv("p,w,s\nq,True\n").error().code(), hedge::errc::parse_error);
+  EXPECT_FALSE(parse_labelled_csv("").ok());
+}
+
+}  // namespace

@@ -1,0 +1,217 @@
+// hedge-route-eval: RouteLLM metrics of the learned complexity scorer on labelled data.
+//
+//   hedge-route-eval --train FILES... --test FILES... [options]
+//   hedge-route-eval --leave-domain-out DIR [options]
+// Options: --target-fraction F (calibration target, default 0.5), --epochs N,
+//   --learning-rate X, --l2 X, --calibration-folds K (0: in-sample), --label weak_wrong|strong_better, --limit N (first N domains),
+//   --csv PATH (default route_eval.csv), --svg PATH (default route_eval.svg).
+// Prints a per-block table and, as the last line,
+//   APGR=<x> CPT50=<y> CPT80=<z> random_APGR=<r> n=<rows>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hedge/route/evaluation.hpp"
+
+namespace {
+
+using namespace hedge::route;
+constexpr std::size_t buckets = 16384;
+
+int usage(const char* message) {
+  std::fprintf(stderr, "hedge-route-eval: %s\nusage: hedge-route-eval --train FILES... --test FILES... | "
+               "--leave-domain-out DIR [--target-fraction F] [--epochs N] [--learning-rate X] [--l2 X] "
+               "[--label weak_wrong|strong_better] [--calibration-folds K] [--limit N] [--csv PATH] [--svg PATH]\n", message);
+  return 2;
+}
+
+hedge::result<labelled_domain> load_domain(const std::string& path) {
+  auto rows = load_labelled_csv(path);
+  if (!rows) return rows.error();
+  labelled_domain d;
+  d.name = std::filesystem::path(path).stem().string();
+  d.rows = std::move(*rows);
+  compute_features<buckets>(d);
+  return d;
+}
+
+/// The three curves on a grid of 101 cloud fractions.
+struct curve_points {
+  std::vector<double> router, random, oracle;
+};
+
+std::vector<double> quality_grid(std::vector<scored_outcome> rows) {
+  std::vector<double> all;
+  (void)evaluate_routing(rows, [&](double, double quality, double) { all.push_back(quality); });
+  std::vector<double> grid;
+  for (int k = 0; k <= 100; ++k) grid.push_back(all[static_cast<std::size_t>(k / 100.0 * (all.size() - 1) + 0.5)]);
+  return grid;
+}
+
+curve_points curves(const evaluation_report& report) {
+  curve_points c;
+  c.router = quality_grid(report.scored);
+  auto rows = report.scored;
+  for (auto& r : rows) r.score = r.strong - r.weak;
+  c.oracle = quality_grid(rows);
+  // Random router in expectation: a straight line from weak to strong quality.
+  for (int k = 0; k <= 100; ++k)
+    c.random.push_back(report.router.weak_quality + k / 100.0 * (report.router.strong_quality - report.router.weak_quality));
+  return c;
+}
+
+bool write_csv(const std::string& path, const curve_points& c, const evaluation_report& r) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const double gap = r.router.strong_quality - r.router.weak_quality;
+  std::fprintf(f, "cloud_fraction,quality_router,pgr_router,quality_random,quality_oracle\n");
+  for (std::size_t k = 0; k < c.router.size(); ++k)
+    std::fprintf(f, "%.2f,%.5f,%.5f,%.5f,%.5f\n", k / 100.0, c.router[k], (c.router[k] - r.router.weak_quality) / gap,
+                 c.random[k], c.oracle[k]);
+  return std::fclose(f) == 0;
+}
+
+bool write_svg(const std::string& path, const curve_points& c, const evaluation_report& r) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const double w = 640, h = 420, left = 60, right = 160, top = 30, bottom = 50;
+  double lo = 1.0, hi = 0.0;
+  for (const auto* v : {&c.router, &c.random, &c.oracle})
+    for (double q : *v) lo = std::min(lo, q), hi = std::max(hi, q);
+  lo = std::max(0.0, lo - 0.02), hi = std::min(1.0, hi + 0.02);
+  const auto x = [&](double frac) { return left + frac * (w - left - right); };
+  const auto y = [&](double q) { return top + (hi - q) / (hi - lo) * (h - top - bottom); };
+  std::fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%g' height='%g' font-family='sans-serif' font-size='12'>\n", w, h);
+  std::fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
+  std::fprintf(f, "<text x='%g' y='18'>Quality vs cloud-call fraction (APGR %.3f, random %.3f, n=%zu)</text>\n", left,
+               r.router.apgr, r.random_apgr, r.router.n);
+  std::fprintf(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, h - bottom, w - right, h - bottom);
+  std::fprintf(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, top, left, h - bottom);
+  for (int k = 0; k <= 4; ++k) {
+    const double frac = k / 4.0, q = lo + k / 4.0 * (hi - lo);
+    std::fprintf(f, "<text x='%g' y='%g' text-anchor='middle'>%.2f</text>\n", x(frac), h - bottom + 16, frac);
+    std::fprintf(f, "<text x='%g' y='%g' text-anchor='end'>%.2f</text>\n", left - 4, y(q) + 4, q);
+  }
+  std::fprintf(f, "<text x='%g' y='%g' text-anchor='middle'>fraction of prompts sent to the strong (cloud) model</text>\n",
+               (left + w - right) / 2, h - 12);
+  const struct { const std::vector<double>* v; const char* color; const char* label; } lines[] = {
+      {&c.oracle, "#2a9d8f", "oracle"}, {&c.router, "#e76f51", "complexity scorer"}, {&c.random, "#888888", "random"}};
+  int row = 0;
+  for (const auto& l : lines) {
+    std::fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", l.color);
+    for (std::size_t k = 0; k < l.v->size(); ++k) std::fprintf(f, "%.1f,%.1f ", x(k / 100.0), y((*l.v)[k]));
+    std::fprintf(f, "'/>\n<text x='%g' y='%d' fill='%s'>%s</text>\n", w - right + 8, 50 + 18 * row++, l.color, l.label);
+  }
+  std::fprintf(f, "</svg>\n");
+  return std::fclose(f) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> train_files, test_files;
+  std::string dir, csv_path = "route_eval.csv", svg_path = "route_eval.svg";
+  evaluation_options opt;
+  opt.fit.epochs = 3;
+  std::size_t limit = 0;
+  std::vector<std::string>* list = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--train") {
+      list = &train_files;
+    } else if (a == "--test") {
+      list = &test_files;
+    } else if (a.substr(0, 2) == "--" && !has_value) {
+      return usage("option without a value");
+    } else if (a == "--leave-domain-out") {
+      dir = argv[++i], list = nullptr;
+    } else if (a == "--target-fraction") {
+      opt.target_cloud_fraction = std::atof(argv[++i]), list = nullptr;
+    } else if (a == "--epochs") {
+      opt.fit.epochs = std::atoi(argv[++i]), list = nullptr;
+    } else if (a == "--learning-rate") {
+      opt.fit.learning_rate = std::atof(argv[++i]), list = nullptr;
+    } else if (a == "--l2") {
+      opt.fit.l2 = std::atof(argv[++i]), list = nullptr;
+    } else if (a == "--calibration-folds") {
+      opt.calibration_folds = std::atoi(argv[++i]), list = nullptr;
+    } else if (a == "--limit") {
+      limit = static_cast<std::size_t>(std::atol(argv[++i])), list = nullptr;
+    } else if (a == "--label") {
+      const std::string_view v = argv[++i];
+      if (v == "weak_wrong") opt.target = training_target::weak_wrong;
+      else if (v == "strong_better") opt.target = training_target::strong_better;
+      else return usage("--label must be weak_wrong or strong_better");
+      list = nullptr;
+    } else if (a == "--csv") {
+      csv_path = argv[++i], list = nullptr;
+    } else if (a == "--svg") {
+      svg_path = argv[++i], list = nullptr;
+    } else if (list != nullptr && a.substr(0, 2) != "--") {
+      list->emplace_back(a);
+    } else {
+      return usage("unknown argument");
+    }
+  }
+  if (dir.empty() && (train_files.empty() || test_files.empty())) return usage("give --train and --test, or --leave-domain-out");
+
+  hedge::result<evaluation_report> report = hedge::error{hedge::errc::invalid_argument};
+  if (!dir.empty()) {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".csv") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    if (limit != 0 && files.size() > limit) files.resize(limit);
+    std::vector<labelled_domain> domains;
+    for (const auto& f : files) {
+      auto d = load_domain(f);
+      if (!d) return std::fprintf(stderr, "hedge-route-eval: %s\n", d.error().c_str()), 1;
+      domains.push_back(std::move(*d));
+    }
+    report = evaluate_leave_domain_out<buckets>(domains, opt);
+  } else {
+    std::vector<labelled_domain> train, test;
+    for (const auto& f : train_files) {
+      auto d = load_domain(f);
+      if (!d) return std::fprintf(stderr, "hedge-route-eval: %s\n", d.error().c_str()), 1;
+      train.push_back(std::move(*d));
+    }
+    for (const auto& f : test_files) {
+      auto d = load_domain(f);
+      if (!d) return std::fprintf(stderr, "hedge-route-eval: %s\n", d.error().c_str()), 1;
+      test.push_back(std::move(*d));
+    }
+    std::vector<const labelled_domain*> tr, te;
+    for (const auto& d : train) tr.push_back(&d);
+    for (const auto& d : test) te.push_back(&d);
+    report = evaluate_split<buckets>(tr, te, opt);
+  }
+  if (!report) return std::fprintf(stderr, "hedge-route-eval: %s\n", report.error().c_str()), 1;
+  const auto& r = *report;
+
+  std::printf("%-40s %6s %8s %8s\n", "held-out block", "n", "cloud%", "APGR");
+  double abs_dev = 0.0;
+  for (const auto& b : r.blocks) {
+    std::printf("%-40s %6zu %8.1f %8s\n", b.name.c_str(), b.n, 100.0 * b.cloud_fraction,
+                b.apgr_defined ? std::to_string(b.apgr).substr(0, 6).c_str() : "n/a");
+    abs_dev += std::abs(b.cloud_fraction - opt.target_cloud_fraction);
+  }
+  std::printf("\nrows %zu  weak %.4f  strong %.4f\n", r.router.n, r.router.weak_quality, r.router.strong_quality);
+  std::printf("router  APGR %.4f  CPT50 %.4f  CPT80 %.4f\n", r.router.apgr, r.router.cpt50, r.router.cpt80);
+  std::printf("random  APGR %.4f (mean of %d seeds)\n", r.random_apgr, opt.random_seeds);
+  std::printf("oracle  APGR %.4f  CPT50 %.4f  CPT80 %.4f\n", r.oracle.apgr, r.oracle.cpt50, r.oracle.cpt80);
+  std::printf("calibration: target cloud fraction %.3f, held-out pooled %.4f, mean |block - target| %.4f\n",
+              opt.target_cloud_fraction, r.held_out_cloud_fraction, abs_dev / static_cast<double>(r.blocks.size()));
+  const auto c = curves(r);
+  if (!write_csv(csv_path, c, r)) std::fprintf(stderr, "hedge-route-eval: cannot write %s\n", csv_path.c_str());
+  if (!write_svg(svg_path, c, r)) std::fprintf(stderr, "hedge-route-eval: cannot write %s\n", svg_path.c_str());
+  std::printf("wrote %s and %s\n", csv_path.c_str(), svg_path.c_str());
+  std::printf("APGR=%.4f CPT50=%.4f CPT80=%.4f random_APGR=%.4f n=%zu\n", r.router.apgr, r.router.cpt50, r.router.cpt80,
+              r.random_apgr, r.router.n);
+  return 0;
+}
