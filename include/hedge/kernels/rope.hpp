@@ -1,0 +1,147 @@
+// hedge/kernels/rope.hpp: rotary position embedding (RoPE, Su et al. 2021).
+//
+// RoPE rotates pairs of a head's elements by position * base^(-2i/d),
+// i in [0, d/2), d = head_dim. Models pair the elements in one of two ways:
+//
+//   adjacent pairs (llama2.c, Meta's Llama checkpoints, GGUF "llama"):
+//     (x[2i], x[2i+1])          e.g. d = 8: (0 1) (2 3) (4 5) (6 7)
+//   NeoX half split (GPT-NeoX, Hugging Face Llama/Qwen/Mistral, GGUF "qwen2"...):
+//     (x[i], x[i + d/2])        e.g. d = 8: (0 4) (1 5) (2 6) (3 7)
+//
+// and each pair (a, b) becomes (a cos - b sin, a sin + b cos).
+//
+// The angles depend only on the position, so they are computed once per token
+// into a rope table and applied to every head of q and k (GQA: different head
+// counts, same table). The table holds, for each element of a head, the cosine
+// and the signed sine of its pair's angle, in the layout's order:
+//
+//   adjacent: cos = [c0 c0 c1 c1 ...]  sin = [-s0 +s0 -s1 +s1 ...]
+//   neox:     cos = [c0 c1 .. c0 c1 ..] sin = [-s0 -s1 .. +s0 +s1 ..]
+//
+// so every output is x * cos + partner(x) * sin. Angles are computed in double
+// and rounded once to float (llama2.c uses float powf/cosf, which loses about
+// position * 6e-8 radians); the scalar overloads are the specification and
+// the SIMD ones use FMA (tests allow 2e-6 absolute for unit-scale inputs).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/result.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/detail/ops_simd.hpp"
+
+namespace hedge::kernels {
+
+/// How a model pairs the elements of a head for RoPE (see file comment).
+enum class rope_layout { adjacent_pairs, neox_halves };
+
+/// Writes the rope table of `position` for heads of cos.size() elements in
+/// `layout` (see file comment); base is the model's rope theta (10000 for Llama 2).
+/// Errors: invalid_argument for an odd or zero head size or a non-positive
+/// base; shape_mismatch when sin's size differs from cos's.
+inline result<void> rope_table(rope_layout layout, std::size_t position, float base, vector_view<float> cos,
+                               vector_view<float> sin) {
+  const std::size_t head_dim = cos.size();
+  if (head_dim == 0 || head_dim % 2 != 0) {
+    return error{errc::invalid_argument} << "rope head size " << head_dim << " is not a positive even number";
+  }
+  if (!(base > 0.0f)) return error{errc::invalid_argument} << "rope base must be positive";
+  if (sin.size() != head_dim) {
+    return error{errc::shape_mismatch} << "rope sin table has " << sin.size() << " elements, cos has " << head_dim;
+  }
+  const std::size_t half = head_dim / 2;
+  for (std::size_t i = 0; i < half; ++i) {
+    const double angle = double(position) * std::pow(double(base), -2.0 * double(i) / double(head_dim));
+    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    const std::size_t first = layout == rope_layout::adjacent_pairs ? 2 * i : i;
+    const std::size_t second = layout == rope_layout::adjacent_pairs ? 2 * i + 1 : i + half;
+    cos[first] = c;
+    cos[second] = c;
+    sin[first] = -s;
+    sin[second] = s;
+  }
+  return ok();
+}
+
+namespace detail {
+
+inline void rope(arch::scalar, rope_layout layout, matrix_view<float> heads, const float* cos,
+                 const float* sin) noexcept {
+  const std::size_t head_dim = heads.cols(), half = head_dim / 2;
+  for (std::size_t h = 0; h < heads.rows(); ++h) {
+    float* x = heads.row(h).data();
+    for (std::size_t i = 0; i < half; ++i) {
+      const std::size_t first = layout == rope_layout::adjacent_pairs ? 2 * i : i;
+      const std::size_t second = layout == rope_layout::adjacent_pairs ? 2 * i + 1 : i + half;
+      const float a = x[first], b = x[second];
+      x[first] = a * cos[first] + b * sin[first];
+      x[second] = b * cos[second] + a * sin[second];
+    }
+  }
+}
+
+#if HEDGE_HAS_XSIMD
+/// [x1 x0 x3 x2 ...]: each adjacent pair swapped, as a 32-bit rotation of
+/// 64-bit lanes (portable across xsimd archs, unlike a lane shuffle).
+template <xsimd_float_arch A>
+HEDGE_ALWAYS_INLINE float_batch<A> swap_pairs(float_batch<A> x) noexcept {
+  using wide = xsimd::batch<std::uint64_t, typename A::xsimd_arch>;
+  const wide w = xsimd::bitwise_cast<wide>(x);
+  return xsimd::bitwise_cast<float_batch<A>>((w << 32) | (w >> 32));
+}
+
+template <xsimd_float_arch A>
+void rope(A, rope_layout layout, matrix_view<float> heads, const float* cos, const float* sin) noexcept {
+  using batch = float_batch<A>;
+  constexpr std::size_t lanes = batch::size;
+  const std::size_t head_dim = heads.cols(), half = head_dim / 2;
+  for (std::size_t h = 0; h < heads.rows(); ++h) {
+    float* x = heads.row(h).data();
+    if (layout == rope_layout::adjacent_pairs) {
+      // lanes is even, so a vector never splits a pair.
+      const std::size_t vector_end = head_dim - head_dim % lanes;
+      for (std::size_t i = 0; i < vector_end; i += lanes) {
+        const batch v = batch::load_unaligned(x + i);
+        xsimd::fma(v, batch::load_unaligned(cos + i), swap_pairs<A>(v) * batch::load_unaligned(sin + i))
+            .store_unaligned(x + i);
+      }
+      for (std::size_t i = vector_end; i < head_dim; i += 2) {
+        const float a = x[i], b = x[i + 1];
+        x[i] = a * cos[i] + b * sin[i];
+        x[i + 1] = b * cos[i + 1] + a * sin[i + 1];
+      }
+    } else {
+      const std::size_t vector_end = half - half % lanes;
+      for (std::size_t i = 0; i < vector_end; i += lanes) {
+        const batch a = batch::load_unaligned(x + i), b = batch::load_unaligned(x + half + i);
+        const batch c = batch::load_unaligned(cos + i);
+        xsimd::fma(a, c, b * batch::load_unaligned(sin + i)).store_unaligned(x + i);
+        xsimd::fma(b, c, a * batch::load_unaligned(sin + half + i)).store_unaligned(x + half + i);
+      }
+      for (std::size_t i = vector_end; i < half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a * cos[i] + b * sin[i];
+        x[i + half] = b * cos[i + half] + a * sin[i + half];
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace detail
+
+/// Rotates every row of `heads` (one head per row, head_dim = cols) in place
+/// with a table from rope_table() for the same layout and head size.
+/// \tparam A arch tag selecting the implementation (`arch::scalar` is the reference).
+/// Preconditions (debug-checked): cos and sin have heads.cols() elements, an even number.
+template <arch::Arch A = arch::native>
+void rope(rope_layout layout, matrix_view<float> heads, vector_view<const float> cos,
+          vector_view<const float> sin) noexcept {
+  HEDGE_ASSERT(heads.cols() % 2 == 0 && cos.size() == heads.cols() && sin.size() == heads.cols());
+  detail::rope(detail::float_lanes<A>{}, layout, heads, cos.data(), sin.data());
+}
+
+}  // namespace hedge::kernels

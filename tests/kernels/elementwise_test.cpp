@@ -1,0 +1,50 @@
+#include "hedge/kernels/elementwise.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kernels/ops_test_support.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+using namespace hedge;
+
+template <class A>
+class Elementwise : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
+  }
+};
+TYPED_TEST_SUITE(Elementwise, test::all_arch_tags, test::arch_tag_name);
+
+// One IEEE operation per element: every path equals the float result exactly.
+TYPED_TEST(Elementwise, AddMulScaleAreExact) {
+  for (std::size_t n : test::ops_test_sizes) {
+    auto a = test::random_floats(n, 1.0f, 61 + unsigned(n));
+    auto b = test::random_floats(n, 3.0f, 71 + unsigned(n));
+    test::unaligned_floats sum(n), product(n), scaled(n);
+    kernels::add<TypeParam>(a.cview(), b.cview(), sum.view());
+    kernels::mul<TypeParam>(a.cview(), b.cview(), product.view());
+    kernels::scale<TypeParam>(a.cview(), 0.125f, scaled.view());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(sum[i], a[i] + b[i]) << "n=" << n << " i=" << i;
+      ASSERT_EQ(product[i], a[i] * b[i]) << "n=" << n << " i=" << i;
+      ASSERT_EQ(scaled[i], a[i] * 0.125f) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TYPED_TEST(Elementwise, InPlaceResidualAdd) {
+  auto x = test::random_floats(1001, 1.0f, 1);
+  auto residual = test::random_floats(1001, 1.0f, 2);
+  test::unaligned_floats expected(1001);
+  for (std::size_t i = 0; i < 1001; ++i) expected[i] = x[i] + residual[i];
+  test::alloc_scope scope;
+  kernels::add<TypeParam>(x.cview(), residual.cview(), x.view());
+  kernels::scale<TypeParam>(residual.cview(), 2.0f, residual.view());
+  EXPECT_EQ(scope.count(), 0u);
+  for (std::size_t i = 0; i < 1001; ++i) ASSERT_EQ(x[i], expected[i]) << i;
+}
+
+}  // namespace
