@@ -50,4 +50,8 @@
 #include "hedge/route/privacy_policy.hpp"
 #include "hedge/route/request.hpp"
 #include "hedge/route/router.hpp"
+#include "hedge/verify/deferral.hpp"
 #include "hedge/verify/random.hpp"
+#include "hedge/verify/signals.hpp"
+#include "hedge/verify/speculative.hpp"
+#include "hedge/verify/verifier.hpp"
