@@ -127,7 +127,7 @@ TEST(GemvErrors, ShapesWorkspaceAndInputAreChecked) {
             hedge::errc::shape_mismatch);
   EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, {workspace.data(), 10})).error().code(),
             hedge::errc::capacity_exceeded);
-  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, {workspace.data() + 1, 68})).error().code(),
+  EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, {workspace.data() + 1, k::gemv_workspace_bytes<q::q4_0>(64)})).error().code(),
             hedge::errc::misaligned);
   x[5] = std::nanf("");
   EXPECT_EQ((k::gemv<q::q4_0>(m.view(), {x.data(), 64}, {y.data(), 4}, workspace)).error().code(),
@@ -135,7 +135,7 @@ TEST(GemvErrors, ShapesWorkspaceAndInputAreChecked) {
 }
 
 TEST(GemvWorkspace, SizesAreConstexpr) {
-  static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34);
+  static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34 + 128 * 4);  // blocks + block sums
   static_assert(k::gemv_workspace_bytes<q::q4_k>(4096) == 16 * 292);
   static_assert(k::gemv_workspace_bytes<q::f16>(4096) == 0);
   SUCCEED();

@@ -27,8 +27,11 @@
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
+#include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_gemv.hpp"
+#include "hedge/kernels/matmul/avx2_interleaved.hpp"
 #include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
 
@@ -37,19 +40,11 @@ namespace hedge::kernels {
 /// Rows per unit of work handed to the executor; every arch's tile height divides it.
 inline constexpr std::size_t gemv_tile_rows = 4;
 
-/// Whether format W multiplies against the float activation directly.
-template <quant::BlockFormat W>
-inline constexpr bool float_activation = std::is_same_v<typename W::activation, quant::f32>;
-
 /// Workspace bytes gemv<W> needs for rows of `k` elements: one activation row
-/// in W's activation format (0 for float formats).
+/// prepared for W (matmul/activation.hpp; 0 for float formats).
 template <quant::BlockFormat W>
 constexpr std::size_t gemv_workspace_bytes(std::size_t k) noexcept {
-  if constexpr (float_activation<W>) {
-    return 0;
-  } else {
-    return quant::row_bytes<typename W::activation>(k);
-  }
+  return matmul::activation_row_bytes<W>(k);
 }
 
 /// Workspace for a row length K known at compile time: declare it static (or
@@ -64,34 +59,23 @@ struct gemv_workspace {
 
 namespace detail {
 
-/// The activation row as W's kernels read it: quantized into `workspace`, or x itself.
+/// Checks the workspace and prepares the activation row in it.
 template <quant::BlockFormat W>
-result<const typename W::activation::block*> prepare_activation(vector_view<const float> x,
-                                                                std::span<std::byte> workspace) noexcept {
-  if constexpr (float_activation<W>) {
-    return x.data();
-  } else {
-    using block = typename W::activation::block;
-    if (workspace.size() < gemv_workspace_bytes<W>(x.size())) {
-      return error{errc::capacity_exceeded} << W::name << ": workspace of " << workspace.size() << " bytes < "
-                                            << gemv_workspace_bytes<W>(x.size());
-    }
-    if (reinterpret_cast<std::uintptr_t>(workspace.data()) % alignof(block) != 0) {
-      return error{errc::misaligned} << W::name << ": workspace not aligned to " << alignof(block);
-    }
-    auto* blocks = reinterpret_cast<block*>(workspace.data());
-    HEDGE_TRY(quant::quantize<typename W::activation>(x, {blocks, x.size() / W::activation::block_elements}));
-    return static_cast<const block*>(blocks);
+result<matmul::activation_row<W>> prepare_gemv_activation(vector_view<const float> x,
+                                                          std::span<std::byte> workspace) noexcept {
+  if (workspace.size() < gemv_workspace_bytes<W>(x.size())) {
+    return error{errc::capacity_exceeded} << W::name << ": workspace of " << workspace.size() << " bytes < "
+                                          << gemv_workspace_bytes<W>(x.size());
   }
+  if (reinterpret_cast<std::uintptr_t>(workspace.data()) % 4 != 0) {
+    return error{errc::misaligned} << W::name << ": workspace not 4-byte aligned";
+  }
+  return matmul::prepare_activation<W>(x, workspace.data());
 }
 
-template <quant::BlockFormat W, arch::Arch A>
-result<void> check_gemv(matrix_view<const typename W::block> w, std::size_t k, std::size_t rows) noexcept {
-  if (!A::supported()) return error{errc::unsupported} << "gemv: this CPU cannot run arch " << A::name;
-  if (w.cols() * W::block_elements != k || w.rows() != rows) {
-    return error{errc::shape_mismatch} << "gemv<" << W::name << ">: W is " << w.rows() << "x"
-                                       << w.cols() * W::block_elements << ", x has " << k << ", y has " << rows;
-  }
+template <arch::Arch A>
+result<void> check_arch() noexcept {
+  if (!A::supported()) return error{errc::unsupported} << "this CPU cannot run arch " << A::name;
   return ok();
 }
 
@@ -104,10 +88,15 @@ result<void> check_gemv(matrix_view<const typename W::block> w, std::size_t k, s
 template <quant::BlockFormat W, arch::Arch A = arch::native, Executor E = exec::serial>
 result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
-  HEDGE_TRY((detail::check_gemv<W, A>(w, x.size(), y.size())));
-  const auto activation = detail::prepare_activation<W>(x, workspace);
+  HEDGE_TRY(detail::check_arch<A>());
+  if (w.cols() * W::block_elements != x.size() || w.rows() != y.size()) {
+    return error{errc::shape_mismatch} << "gemv<" << W::name << ">: W is " << w.rows() << "x"
+                                       << w.cols() * W::block_elements << ", x has " << x.size() << ", y has "
+                                       << y.size();
+  }
+  const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
   if (!activation) return activation.error();
-  const auto* xq = *activation;
+  const auto* xq = activation->blocks;
   const std::size_t tiles = (w.rows() + gemv_tile_rows - 1) / gemv_tile_rows;
   executor.parallel_for(tiles, [&](std::size_t begin, std::size_t end) {
     const std::size_t first = begin * gemv_tile_rows;
@@ -120,6 +109,35 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
 /// y = W x on the calling thread.
 template <quant::BlockFormat W, arch::Arch A = arch::native>
 result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
+                  std::span<std::byte> workspace) noexcept {
+  exec::serial serial;
+  return gemv<W, A>(w, x, y, workspace, serial);
+}
+
+/// y = W x for weights repacked into the interleaved layout (repack.hpp); the
+/// executor splits the 8-row groups. Same workspace as the plain layout.
+template <Interleavable W, arch::Arch A = arch::native, Executor E = exec::serial>
+result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
+                  std::span<std::byte> workspace, E& executor) {
+  HEDGE_TRY(detail::check_arch<A>());
+  if (w.k() != x.size() || w.rows() != y.size()) {
+    return error{errc::shape_mismatch} << "gemv<interleaved " << W::name << ">: W is " << w.rows() << "x" << w.k()
+                                       << ", x has " << x.size() << ", y has " << y.size();
+  }
+  const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
+  if (!activation) return activation.error();
+  const matmul::activation_row<W> row = *activation;
+  executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t g = begin; g < end; ++g) {
+      const std::size_t valid = std::min(interleave_rows, w.rows() - g * interleave_rows);
+      matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), &row, 1, y.data() + g * interleave_rows, 0, valid);
+    }
+  });
+  return ok();
+}
+
+template <Interleavable W, arch::Arch A = arch::native>
+result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace) noexcept {
   exec::serial serial;
   return gemv<W, A>(w, x, y, workspace, serial);

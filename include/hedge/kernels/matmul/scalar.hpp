@@ -17,6 +17,8 @@
 #include "hedge/core/arch.hpp"
 #include "hedge/core/half.hpp"
 #include "hedge/core/view.hpp"
+#include "hedge/kernels/matmul/activation.hpp"
+#include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
@@ -85,6 +87,22 @@ template <quant::BlockFormat W>
 void gemv_rows(arch::scalar, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,
                float* y) noexcept {
   for (std::size_t r = 0; r < w.rows(); ++r) y[r] = dot_row(w.row(r).data(), x, w.cols());
+}
+
+/// Y[m][r] = <row r of the interleaved group, activation row m> for m < rows,
+/// r < valid: each row is first restored to its GGUF block, so the result is
+/// bit-identical to the plain reference above.
+template <Interleavable W>
+void gemm_group(arch::scalar, W, const typename interleaved<W>::block* group, std::size_t blocks,
+                const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
+                std::size_t valid) noexcept {
+  for (std::size_t m = 0; m < rows; ++m) {
+    for (std::size_t r = 0; r < valid; ++r) {
+      float sum = 0.f;
+      for (std::size_t b = 0; b < blocks; ++b) sum += dot_block(original_block<W>(group[b], r), x[m].blocks[b]);
+      y[m * y_stride + r] = sum;
+    }
+  }
 }
 
 }  // namespace hedge::kernels::matmul

@@ -1,0 +1,192 @@
+// gemm and the interleaved (repacked) layout: every variant this CPU runs,
+// against the scalar reference and a float64 Eigen reference (tolerances as in
+// gemv_test.cpp), GEMM row m == GEMV of row m bit for bit, the interleaved
+// scalar path == the GGUF-layout scalar path bit for bit, repack round trips,
+// M/N edge tiles (N off the 8-row group, M off the 4-row tile and the 64-row
+// chunk), strided X/Y, thread-count invariance and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "hedge/core/thread_pool.hpp"
+#include "hedge/kernels/gemm.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/repack.hpp"
+#include "kernels/matmul_support.hpp"
+
+namespace {
+
+namespace q = hedge::quant;
+namespace k = hedge::kernels;
+using hedge::test::variant;
+
+/// An interleaved copy of a quantized matrix.
+template <class W>
+struct repacked {
+  std::vector<typename k::interleaved<W>::block> storage;
+  k::interleaved_view<W> view;
+  explicit repacked(const hedge::test::quantized_matrix<W>& m)
+      : storage(k::interleaved_blocks<W>(m.rows, m.k)) {
+    auto r = k::repack<W>(m.view(), {storage.data(), storage.size()});
+    if (!r) std::abort();
+    view = *r;
+  }
+};
+
+/// Runs Y = X W^T in the layout `Layout` (plain or interleaved) of variant V
+/// and checks it against the references.
+template <class W, class A, bool Interleave>
+void check_gemm(std::size_t m_rows, std::size_t n, std::size_t kk, unsigned seed) {
+  SCOPED_TRACE(testing::Message() << m_rows << "x" << n << "x" << kk << (Interleave ? " interleaved" : " plain"));
+  hedge::test::quantized_matrix<W> w(n, kk, seed);
+  const std::size_t x_stride = kk + 3, y_stride = n + 5;  // strided X and Y
+  const auto xs = hedge::test::random_floats(m_rows * x_stride, seed + 1, 0.5f);
+  std::vector<float> y(m_rows * y_stride, -7.f), y_ref(m_rows * y_stride, -7.f);
+  std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(m_rows, kk));
+  const hedge::matrix_view<const float> x(xs.data(), m_rows, kk, x_stride);
+  const hedge::matrix_view<float> yv(y.data(), m_rows, n, y_stride), yv_ref(y_ref.data(), m_rows, n, y_stride);
+  if constexpr (Interleave) {
+    repacked<W> p(w);
+    ASSERT_TRUE((k::gemm<W, A>(p.view, x, yv, workspace)));
+    ASSERT_TRUE((k::gemm<W, hedge::arch::scalar>(p.view, x, yv_ref, workspace)));
+  } else {
+    ASSERT_TRUE((k::gemm<W, A>(w.view(), x, yv, workspace)));
+    ASSERT_TRUE((k::gemm<W, hedge::arch::scalar>(w.view(), x, yv_ref, workspace)));
+  }
+  std::vector<float> row_y(n), row_scalar(n);
+  std::vector<std::byte> gemv_workspace(k::gemv_workspace_bytes<W>(kk));
+  for (std::size_t m = 0; m < m_rows; ++m) {
+    const std::vector<float> x_row(xs.begin() + static_cast<std::ptrdiff_t>(m * x_stride),
+                                   xs.begin() + static_cast<std::ptrdiff_t>(m * x_stride + kk));
+    // GEMV of the same row, same layout and arch: bit-identical.
+    if constexpr (Interleave) {
+      repacked<W> p(w);
+      ASSERT_TRUE((k::gemv<W, A>(p.view, {x_row.data(), kk}, {row_y.data(), n}, gemv_workspace)));
+    } else {
+      ASSERT_TRUE((k::gemv<W, A>(w.view(), {x_row.data(), kk}, {row_y.data(), n}, gemv_workspace)));
+    }
+    // The GGUF-layout scalar GEMV, which the interleaved scalar path must equal exactly.
+    ASSERT_TRUE((k::gemv<W, hedge::arch::scalar>(w.view(), {x_row.data(), kk}, {row_scalar.data(), n},
+                                                  gemv_workspace)));
+    const hedge::test::activation_error<W> act(x_row);
+    for (std::size_t c = 0; c < n; ++c) {
+      const float got = y[m * y_stride + c];
+      ASSERT_EQ(got, row_y[c]) << "gemm row " << m << " col " << c << " differs from gemv";
+      ASSERT_EQ(y_ref[m * y_stride + c], row_scalar[c]) << "scalar paths differ at " << m << "," << c;
+      double exact = 0, magnitude = 0;
+      for (std::size_t j = 0; j < kk; ++j) {
+        const double wv = w.values(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(j));
+        exact += wv * act.seen[j];
+        magnitude += std::fabs(wv * act.seen[j]);
+      }
+      const double rounding = 1e-5 * magnitude + 1e-6;
+      EXPECT_NEAR(got, y_ref[m * y_stride + c], rounding) << m << "," << c;
+      EXPECT_NEAR(got, exact, rounding) << m << "," << c;
+    }
+    for (std::size_t c = n; c < y_stride; ++c) ASSERT_EQ(y[m * y_stride + c], -7.f) << "padding overwritten";
+  }
+}
+
+template <class V>
+class Gemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!V::arch::supported()) GTEST_SKIP() << "this CPU cannot run " << V::arch::name;
+  }
+};
+using Variants = ::testing::Types<
+    variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
+    variant<q::q4_k, hedge::arch::scalar>, variant<q::f16, hedge::arch::scalar>,
+    variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
+    variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>>;
+TYPED_TEST_SUITE(Gemm, Variants);
+
+TYPED_TEST(Gemm, GgufLayoutMatchesReferences) {
+  using W = typename TypeParam::format;
+  const std::size_t kk = W::block_elements == 256 ? 512 : (W::block_elements == 32 ? 96 : 45);
+  unsigned seed = 10;
+  for (std::size_t m_rows : {1u, 5u, 9u}) {
+    for (std::size_t n : {1u, 7u, 17u}) check_gemm<W, typename TypeParam::arch, false>(m_rows, n, kk, seed++);
+  }
+}
+
+template <class V>
+class InterleavedGemm : public Gemm<V> {};
+using InterleavedVariants =
+    ::testing::Types<variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
+                     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>,
+                     variant<q::q4_0, hedge::arch::native>>;
+TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
+
+TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
+  using W = typename TypeParam::format;
+  unsigned seed = 20;
+  for (std::size_t kk : {32u, 544u}) {
+    for (std::size_t m_rows : {1u, 2u, 3u, 4u, 7u}) {
+      for (std::size_t n : {1u, 8u, 13u}) check_gemm<W, typename TypeParam::arch, true>(m_rows, n, kk, seed++);
+    }
+  }
+  check_gemm<W, typename TypeParam::arch, true>(70, 24, 64, seed++);  // crosses the 64-row chunk
+}
+
+TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {
+  using W = typename TypeParam::format;
+  using A = typename TypeParam::arch;
+  const std::size_t m_rows = 11, n = 43, kk = 128;
+  hedge::test::quantized_matrix<W> w(n, kk, 3);
+  repacked<W> p(w);
+  const auto xs = hedge::test::random_floats(m_rows * kk, 4);
+  std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(m_rows, kk));
+  std::vector<float> serial(m_rows * n), pooled(m_rows * n);
+  const hedge::matrix_view<const float> x(xs.data(), m_rows, kk);
+  ASSERT_TRUE((k::gemm<W, A>(p.view, x, {serial.data(), m_rows, n}, workspace)));
+  for (std::size_t threads : {2u, 3u}) {
+    hedge::exec::thread_pool pool(threads);
+    ASSERT_TRUE((k::gemm<W, A>(p.view, x, {pooled.data(), m_rows, n}, workspace, pool)));
+    EXPECT_EQ(serial, pooled) << threads << " threads";
+    ASSERT_TRUE((k::gemm<W, A>(w.view(), x, {pooled.data(), m_rows, n}, workspace, pool)));
+    std::vector<float> plain(m_rows * n);
+    ASSERT_TRUE((k::gemm<W, A>(w.view(), x, {plain.data(), m_rows, n}, workspace)));
+    EXPECT_EQ(plain, pooled) << threads << " threads, GGUF layout";
+  }
+}
+
+TEST(Repack, RoundTripsAndPadsTheLastGroup) {
+  hedge::test::quantized_matrix<q::q4_0> w(11, 96, 9);
+  repacked<q::q4_0> p(w);
+  EXPECT_EQ(p.view.groups(), 2u);
+  for (std::size_t r = 0; r < 16; ++r) {
+    for (std::size_t b = 0; b < 3; ++b) {
+      const auto back = k::original_block<q::q4_0>(p.view.group(r / 8)[b], r % 8);
+      if (r < 11) {
+        EXPECT_EQ(std::memcmp(&back, &w.view()(r, b), sizeof back), 0) << r << "," << b;
+      } else {
+        EXPECT_EQ(back.d.bits, 0) << "padding row " << r;
+      }
+    }
+  }
+  std::vector<k::interleaved<q::q4_0>::block> wrong(3);
+  EXPECT_EQ((k::repack<q::q4_0>(w.view(), {wrong.data(), wrong.size()})).error().code(), hedge::errc::shape_mismatch);
+}
+
+TEST(GemmErrors, ShapesWorkspaceAndInputAreChecked) {
+  hedge::test::quantized_matrix<q::q8_0> w(8, 64, 1);
+  std::vector<float> xs(3 * 64, 0.5f), ys(3 * 8);
+  std::vector<std::byte> workspace(k::gemm_workspace_bytes<q::q8_0>(3, 64));
+  const hedge::matrix_view<const float> x(xs.data(), 3, 64);
+  EXPECT_EQ((k::gemm<q::q8_0>(w.view(), x, {ys.data(), 3, 7}, workspace)).error().code(), hedge::errc::shape_mismatch);
+  EXPECT_EQ((k::gemm<q::q8_0>(w.view(), {xs.data(), 3, 32}, {ys.data(), 3, 8}, workspace)).error().code(),
+            hedge::errc::shape_mismatch);
+  EXPECT_EQ((k::gemm<q::q8_0>(w.view(), x, {ys.data(), 3, 8}, {workspace.data(), 100})).error().code(),
+            hedge::errc::capacity_exceeded);
+  xs[64 + 5] = INFINITY;
+  const auto r = k::gemm<q::q8_0>(w.view(), x, {ys.data(), 3, 8}, workspace);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), hedge::errc::invalid_argument);
+  EXPECT_NE(r.error().message().find("row 1"), std::string_view::npos) << r.error().message();
+}
+
+}  // namespace
