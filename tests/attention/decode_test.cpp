@@ -36,7 +36,7 @@ template <class Elem>
 void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::size_t layer,
                              const std::vector<float>& q, const hedge::attention_params& p, std::size_t splits,
                              const char* what) {
-  const auto want = hedge::test::reference_attention(view, layer, q, p, view.end(), view.end() - 1);
+  const auto want = hedge::test::reference_attention(view, layer, q, p, view.begin(), view.end(), view.end() - 1);
   std::vector<float> out(q.size());
   std::vector<float> workspace(hedge::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), splits));
   auto run = [&](auto arch) {

@@ -16,16 +16,16 @@
 
 namespace hedge::test {
 
-/// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double, over the view's positions
-/// (K/V decoded with the element's own decode, so only the attention math is checked).
-/// query_pos: position of the query (view.end() - 1 for decode).
+/// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double over key positions
+/// [key_begin, key_end) (K/V decoded with the element's own decode, so only the
+/// attention math is checked); query_pos is the query's position (ALiBi).
 template <class Elem>
 std::vector<double> reference_attention(const kv_sequence_view<Elem>& kv, std::size_t layer,
                                         std::span<const float> q, const attention_params& p,
-                                        std::uint64_t key_end, std::uint64_t query_pos) {
+                                        std::uint64_t key_begin, std::uint64_t key_end,
+                                        std::uint64_t query_pos) {
   const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
   std::vector<double> out(q.size(), 0.0);
-  const std::uint64_t key_begin = kv.begin();
   std::vector<float> key(dim), value(dim);
   std::vector<double> logits;
   for (std::size_t h = 0; h < q_heads; ++h) {

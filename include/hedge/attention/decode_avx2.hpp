@@ -208,12 +208,33 @@ HEDGE_ATTENTION_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::s
   alignas(32) float logits[N][tile];
   alignas(32) float weights[max_blocks][tile * N];
 
+  const std::size_t vector_lines = (units * sizeof(typename Elem::unit) + 63) / 64;
   for (std::uint64_t pos = task.begin; pos < task.end;) {
     const auto run = kv.contiguous(layer, task.kv_head, pos, task.end);
+    // The run after this one (another page when paged): its first tile is prefetched
+    // during this run's last tile.
+    const auto next_run = pos + run.tokens < task.end ? kv.contiguous(layer, task.kv_head, pos + run.tokens, task.end)
+                                                      : decltype(run){run.keys, run.values, 0};
     for (std::size_t t0 = 0; t0 < run.tokens; t0 += tile) {
       const std::size_t count = std::min(tile, run.tokens - t0);
       const std::size_t count8 = (count + 7) / 8 * 8;
+      // Software prefetch of the next tile's K and V while this tile's keys are
+      // dotted: the hardware prefetchers alone leave one thread latency bound
+      // on the two interleaved K and V streams.
+      const bool next_in_run = t0 + tile < run.tokens;
+      const auto* next_keys = next_in_run ? run.keys + (t0 + tile) * units : next_run.keys;
+      const auto* next_values = next_in_run ? run.values + (t0 + tile) * units : next_run.values;
+      const std::size_t next_count =
+          next_in_run ? std::min(tile, run.tokens - t0 - tile) : std::min(tile, next_run.tokens);
       for (std::size_t i = 0; i < count; ++i) {
+        if (i < next_count) {
+          const char* k = reinterpret_cast<const char*>(next_keys + i * units);
+          const char* v = reinterpret_cast<const char*>(next_values + i * units);
+          for (std::size_t line = 0; line < vector_lines; ++line) {
+            _mm_prefetch(k + 64 * line, _MM_HINT_T0);
+            _mm_prefetch(v + 64 * line, _MM_HINT_T0);
+          }
+        }
         float dots[N];
         dot_keys<N, Elem>(q, run.keys + (t0 + i) * units, width, dots);
         for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;

@@ -136,15 +136,21 @@ class kv_sequence_view {
   };
 
   constexpr kv_sequence_view(const std::byte* pages, const std::uint32_t* block_table, const kv_layout& layout,
-                             std::size_t layers, std::size_t kv_heads, std::size_t head_dim, std::uint64_t begin,
-                             std::uint64_t end) noexcept
+                             std::size_t layers, std::size_t kv_heads, std::size_t head_dim, std::size_t window,
+                             std::uint64_t begin, std::uint64_t end) noexcept
       : pages_(pages), block_table_(block_table), layout_(&layout), layers_(layers), kv_heads_(kv_heads),
-        head_dim_(head_dim), begin_(begin), end_(end) {}
+        head_dim_(head_dim), window_(window), begin_(begin), end_(end) {}
 
   /// First position attention sees (0, or length - window in sliding-window mode).
   constexpr std::uint64_t begin() const noexcept { return begin_; }
   /// One past the last position (the sequence length).
   constexpr std::uint64_t end() const noexcept { return end_; }
+  /// Sliding-window size (0: none): a query at position p sees keys (p - window, p].
+  constexpr std::size_t window() const noexcept { return window_; }
+  /// Oldest position still stored (older ones were overwritten by the sliding-window ring).
+  constexpr std::uint64_t stored_begin() const noexcept {
+    return end_ > layout_->ring_tokens ? end_ - layout_->ring_tokens : 0;
+  }
   constexpr std::size_t layers() const noexcept { return layers_; }
   constexpr std::size_t kv_heads() const noexcept { return kv_heads_; }
   constexpr std::size_t head_dim() const noexcept { return head_dim_; }
@@ -168,7 +174,7 @@ class kv_sequence_view {
   const std::byte* pages_;
   const std::uint32_t* block_table_;
   const kv_layout* layout_;
-  std::size_t layers_, kv_heads_, head_dim_;
+  std::size_t layers_, kv_heads_, head_dim_, window_;
   std::uint64_t begin_, end_;
 };
 
@@ -349,8 +355,8 @@ class kv_cache {
     HEDGE_TRY(check(seq));
     const std::uint64_t length = records()[seq.index].length;
     return kv_sequence_view<Elem>(storage_.data() + layout_.pages_offset, table(seq), layout_, shape_.layers(),
-                                  shape_.kv_heads(),
-                                  shape_.head_dim(), visible_begin(length), length);
+                                  shape_.kv_heads(), shape_.head_dim(), config_.window, visible_begin(length),
+                                  length);
   }
 
  private:

@@ -1,0 +1,139 @@
+// Decode attention: 32 query heads over 8 KV heads (GQA group 4), head_dim 128,
+// context 512 / 4096 / 16384, f16 and q8_0 KV, 1 and all threads.
+//
+//   attention_decode/<elem>/<arch>[_paged16]/ctx<n>_q32_kv8_d128/cold/threads:<t>
+//
+// Bytes per iteration are the K and V bytes of one layer of the sequence (what
+// decode must stream); `bw_fraction` compares them with the read bandwidth
+// measured in this binary. "cold": the cache holds enough layers (each one
+// sequence's K/V for one layer) that cycling through them exceeds twice the
+// LLC, so every iteration streams from DRAM, as a real model's layers do.
+// `avx2` uses a contiguous cache (one page per sequence), `avx2_paged16` pages
+// of 16 tokens taken alternately by two sequences, so pages are not adjacent:
+// their ratio is the paging overhead.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/report.hpp"
+#include "hedge/attention/decode.hpp"
+#include "hedge/kv/cache.hpp"
+
+namespace {
+
+namespace hb = hedge::bench;
+constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128;
+
+std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
+  std::vector<float> v(n);
+  for (float& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
+  }
+  return v;
+}
+
+template <class Elem>
+struct filled_cache {
+  hedge::kv_cache<hedge::kv_dynamic_shape, Elem> cache;
+  hedge::kv_seq seq;
+  std::size_t layers = 0;
+};
+
+/// The cache for one (element, context, page size); the last one made is kept
+/// so Google Benchmark's repeated calls reuse it (benchmarks run in order).
+template <class Elem>
+filled_cache<Elem>& cache_for(std::size_t context, std::size_t page_tokens) {
+  static std::unique_ptr<filled_cache<Elem>> slot;
+  static std::size_t slot_context = 0, slot_page = 0;
+  if (slot && slot_context == context && slot_page == page_tokens) return *slot;
+  slot.reset();
+  auto made = std::make_unique<filled_cache<Elem>>();
+  const std::size_t layer_bytes = context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim);
+  made->layers = hb::cold_buffer_count(layer_bytes);
+  const std::size_t sequences = page_tokens != 0 ? 2 : 1;
+  auto status = made->cache.init({made->layers, kv_heads, head_dim},
+                                 hedge::kv_config{sequences, context, page_tokens, 0, 0});
+  if (!status) {
+    std::fprintf(stderr, "attention bench: %s\n", status.error().c_str());
+    std::abort();
+  }
+  made->seq = *made->cache.create();
+  const auto other = page_tokens != 0 ? made->cache.create() : hedge::result<hedge::kv_seq>(made->seq);
+  // 64 distinct token vectors, reused: quantizing every position would dominate set-up.
+  const auto keys = pseudo_random(64 * kv_heads * head_dim, 1), values = pseudo_random(64 * kv_heads * head_dim, 2);
+  const std::size_t n = kv_heads * head_dim;
+  for (std::size_t pos = 0; pos < context; ++pos) {
+    (void)made->cache.extend(made->seq, 1);
+    if (page_tokens != 0 && pos % page_tokens == 0) (void)made->cache.extend(*other, page_tokens);
+    for (std::size_t layer = 0; layer < made->layers; ++layer) {
+      const std::size_t t = (pos * 7 + layer) % 64;
+      (void)made->cache.write(made->seq, layer, pos, {keys.data() + t * n, n}, {values.data() + t * n, n});
+    }
+  }
+  slot = std::move(made);
+  slot_context = context;
+  slot_page = page_tokens;
+  return *slot;
+}
+
+template <class Elem, class Arch>
+void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t page_tokens, std::size_t threads) {
+  auto& filled = cache_for<Elem>(context, page_tokens);
+  const auto view = *filled.cache.view(filled.seq);
+  const auto q = pseudo_random(q_heads * head_dim, 3);
+  std::vector<float> out(q.size());
+  std::vector<float> workspace(hedge::decode_workspace_floats(q_heads, head_dim, 16));
+  auto& pool = hb::pool(threads);
+  const hedge::attention_params params{0.0883883f};
+  std::size_t layer = 0;
+  for (auto _ : state) {
+    const auto status = hedge::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
+    if (!status) {
+      state.SkipWithError(status.error().c_str());
+      break;
+    }
+    layer = (layer + 1) % filled.layers;
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double bytes = static_cast<double>(context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
+  hb::set_bandwidth_counters(state, bytes, threads);
+  state.counters["layers_cycled"] = static_cast<double>(filled.layers);
+}
+
+template <class Elem, class Arch>
+void register_element() {
+  if (!Arch::supported()) return;
+  hb::begin_family("attention_decode/" + std::string(Elem::name));
+  for (std::size_t context : {512, 4096, 16384}) {
+    for (std::size_t page_tokens : {0, 16}) {
+      const std::string variant = std::string(Arch::name) + (page_tokens != 0 ? "_paged16" : "");
+      const std::string shape = "ctx" + std::to_string(context) + "_q32_kv8_d128";
+      for (std::size_t threads : hb::thread_counts()) {
+        hb::register_benchmark(
+            hb::benchmark_name("attention_decode/" + std::string(Elem::name), variant, shape, hb::residency::cold,
+                               threads),
+            [context, page_tokens, threads](benchmark::State& state) {
+              decode_benchmark<Elem, Arch>(state, context, page_tokens, threads);
+            });
+      }
+    }
+  }
+}
+
+const bool registered = [] {
+#if defined(__x86_64__) || defined(__i386__)
+  register_element<hedge::kv_f16, hedge::arch::avx2>();
+  register_element<hedge::kv_q8_0, hedge::arch::avx2>();
+#else
+  register_element<hedge::kv_f16, hedge::arch::scalar>();
+  register_element<hedge::kv_q8_0, hedge::arch::scalar>();
+#endif
+  return true;
+}();
+
+}  // namespace
