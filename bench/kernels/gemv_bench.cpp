@@ -1,0 +1,162 @@
+// gemv benchmarks: every weight format x every arch variant this CPU runs x the
+// Llama-7B projection shapes, hot (one matrix, in cache when it fits) and cold
+// (a ring of matrices larger than twice the LLC, so weights stream from DRAM),
+// at 1 thread and at every hardware thread. Names:
+//   gemv/<format>/<arch>/<rows>x<K>/<hot|cold>/threads:<n>
+// bytes_per_second counts weight bytes (the activation is a few KiB in cache);
+// bw_fraction divides it by the read bandwidth measured in this binary.
+// Q4_0 and Q8_0 also run on weights repacked into the 8-row interleaved layout
+// (kernels/repack.hpp): variants `<arch>_repacked`.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/buffers.hpp"
+#include "common/pool.hpp"
+#include "common/report.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/repack.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+
+namespace {
+
+namespace q = hedge::quant;
+namespace hb = hedge::bench;
+
+struct shape {
+  std::size_t rows, k;
+  std::string name() const { return std::to_string(rows) + "x" + std::to_string(k); }
+};
+constexpr shape shapes[] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
+
+/// Deterministic pseudo-random floats in [-1, 1) (speed does not depend on values).
+std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
+  }
+  return v;
+}
+
+/// Weight matrices for one (format, shape, residency, layout); the last one
+/// made is kept so the repeated calls Google Benchmark makes reuse it.
+template <class W>
+const hb::buffer_ring& weights(shape s, hb::residency where, bool interleave) {
+  struct cached {
+    std::size_t rows = 0, k = 0;
+    hb::residency where{};
+    bool interleave = false;
+    std::unique_ptr<hb::buffer_ring> ring;
+  };
+  static cached slot;
+  if (!slot.ring || slot.rows != s.rows || slot.k != s.k || slot.where != where || slot.interleave != interleave) {
+    slot.ring.reset();
+    const std::size_t row_bytes = q::row_bytes<W>(s.k);
+    // Quantize 16 distinct rows and tile them: quantizing 45M values with the
+    // Q4_K reference search would take longer than the benchmark.
+    constexpr std::size_t distinct = 16;
+    std::vector<std::byte> matrix(row_bytes * s.rows);
+    const auto floats = pseudo_random(distinct * s.k, 7);
+    for (std::size_t r = 0; r < distinct; ++r) {
+      auto* blocks = reinterpret_cast<typename W::block*>(matrix.data() + r * row_bytes);
+      (void)q::quantize<W>({floats.data() + r * s.k, s.k}, {blocks, s.k / W::block_elements});
+    }
+    for (std::size_t r = distinct; r < s.rows; ++r) {
+      std::memcpy(matrix.data() + r * row_bytes, matrix.data() + (r % distinct) * row_bytes, row_bytes);
+    }
+    if constexpr (hedge::kernels::Interleavable<W>) {
+      if (interleave) {
+        std::vector<std::byte> packed(hedge::kernels::interleaved_blocks<W>(s.rows, s.k) *
+                                      sizeof(typename hedge::kernels::interleaved<W>::block));
+        auto* out = reinterpret_cast<typename hedge::kernels::interleaved<W>::block*>(packed.data());
+        const hedge::matrix_view<const typename W::block> plain(
+            reinterpret_cast<const typename W::block*>(matrix.data()), s.rows, s.k / W::block_elements);
+        (void)hedge::kernels::repack<W>(plain, {out, hedge::kernels::interleaved_blocks<W>(s.rows, s.k)});
+        matrix = std::move(packed);
+      }
+    }
+    slot.ring = std::make_unique<hb::buffer_ring>(hb::buffer_ring::for_residency(matrix.size(), where));
+    slot.ring->fill_all(matrix.data());
+    slot.rows = s.rows;
+    slot.k = s.k;
+    slot.where = where;
+    slot.interleave = interleave;
+  }
+  return *slot.ring;
+}
+
+template <class W, class A, bool Interleave>
+void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::size_t threads) {
+  const auto& ring = weights<W>(s, where, Interleave);
+  const auto x = pseudo_random(s.k, 11);
+  std::vector<float> y(s.rows);
+  std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
+  auto& pool = hb::pool(threads);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    const auto status = [&] {
+      if constexpr (Interleave) {
+        using block = typename hedge::kernels::interleaved<W>::block;
+        const hedge::kernels::interleaved_view<W> w(ring.template get<const block>(next++), s.rows, s.k);
+        return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
+      } else {
+        const hedge::matrix_view<const typename W::block> w(ring.template get<const typename W::block>(next++),
+                                                             s.rows, s.k / W::block_elements);
+        return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
+      }
+    }();
+    if (!status) {
+      state.SkipWithError(status.error().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads);
+}
+
+template <class W, class A, bool Interleave = false>
+void register_variant() {
+  if (!A::supported()) return;
+  const std::string variant = std::string(A::name) + (Interleave ? "_repacked" : "");
+  for (const shape& s : shapes) {
+    for (hb::residency where : {hb::residency::cold, hb::residency::hot}) {
+      for (std::size_t threads : hb::thread_counts()) {
+        hb::register_benchmark(hb::benchmark_name("gemv/" + std::string(W::name), variant, s.name(), where, threads),
+                               [s, where, threads](benchmark::State& state) {
+                                 gemv_benchmark<W, A, Interleave>(state, s, where, threads);
+                               });
+      }
+    }
+  }
+}
+
+template <class W>
+void register_format() {
+  hb::begin_family("gemv/" + std::string(W::name));
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (hedge::kernels::Interleavable<W>) register_variant<W, hedge::arch::avx2, true>();
+  register_variant<W, hedge::arch::avx2>();
+#endif
+  register_variant<W, hedge::arch::scalar>();
+}
+
+const bool registered = [] {
+  register_format<q::q4_0>();
+  register_format<q::q8_0>();
+  register_format<q::q4_k>();
+  register_format<q::f16>();
+  register_format<q::bf16>();
+  register_format<q::f32>();
+  return true;
+}();
+
+}  // namespace
