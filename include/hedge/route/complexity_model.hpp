@@ -28,6 +28,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <utility>
 
 #include "hedge/core/result.hpp"
 #include "hedge/route/complexity_features.hpp"
@@ -47,14 +48,25 @@ struct complexity_model {
 
   /// Linear score (log-odds) of a prompt.
   [[nodiscard]] float logit(std::string_view prompt) const noexcept {
-    std::array<float, hashed_group_count> sums{};
+    // Two register accumulators per group, swapped after each add, so consecutive adds do
+    // not wait on each other (the char group adds once per byte).
+    float words0 = 0.0f, words1 = 0.0f, chars0 = 0.0f, chars1 = 0.0f;
+    const auto& word_weights = hashed[static_cast<std::size_t>(hashed_group::words)];
+    const auto& char_weights = hashed[static_cast<std::size_t>(hashed_group::chars)];
     const feature_summary s = features::extract(prompt, [&](hashed_group g, std::uint32_t bucket) noexcept {
-      const auto gi = static_cast<std::size_t>(g);
-      sums[gi] += hashed[gi][bucket];
+      if (g == hashed_group::words) {
+        words0 += word_weights[bucket];
+        std::swap(words0, words1);
+      } else {
+        chars0 += char_weights[bucket];
+        std::swap(chars0, chars1);
+      }
     });
+    const std::array<float, hashed_group_count> sums{words0 + words1, chars0 + chars1};
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
-    for (std::size_t g = 0; g < hashed_group_count; ++g) z += sums[g] * s.group_scale(static_cast<hashed_group>(g));
+    for (std::size_t g = 0; g < hashed_group_count; ++g)
+      z += sums[g] * s.group_scale(static_cast<hashed_group>(g));
     return z;
   }
   /// Probability that the prompt needs the cloud tier.

@@ -488,12 +488,16 @@ class pii_detector {
         if (kind == pii_entity::none && len != 0) kind = e, n = len;
       };
       if (alpha(c)) {
+        // Cheap pre-checks on the letter run keep ordinary words at a few compares each.
         const std::size_t w = alpha_run(t, i);
-        if (birth_keyword(t, i, w)) birth_until = i + w + 32;
+        const char after = at(t, i + w);
+        if (w >= 3 && w <= 9 && (lower(c) == 'b' || lower(c) == 'd') && birth_keyword(t, i, w)) birth_until = i + w + 32;
         std::size_t iban_shape = 0;
-        if (on(pii_entity::iban)) attempt(pii_entity::iban, match_iban(t, i, iban_shape));
-        if (hex(c) && on(pii_entity::mac)) attempt(pii_entity::mac, match_mac(t, i));
-        if (hex(c) && on(pii_entity::ipv6)) attempt(pii_entity::ipv6, match_ipv6(t, i));
+        if (w == 2 && digit(after) && on(pii_entity::iban)) attempt(pii_entity::iban, match_iban(t, i, iban_shape));
+        if (w <= 4 && hex(c) && (after == ':' || after == '-' || digit(after))) {
+          if (on(pii_entity::mac)) attempt(pii_entity::mac, match_mac(t, i));
+          if (on(pii_entity::ipv6)) attempt(pii_entity::ipv6, match_ipv6(t, i));
+        }
         if (i < birth_until && on(pii_entity::date_of_birth)) attempt(pii_entity::date_of_birth, match_text_date(t, i));
         if (kind == pii_entity::none) {
           i += iban_shape > w ? iban_shape : w;  // skip the word (or invalid IBAN) whole
