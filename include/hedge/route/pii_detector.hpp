@@ -392,10 +392,12 @@ class pii_detector {
     return p + 8 - i;
   }
 
-  static constexpr std::size_t match_email(std::string_view t, std::size_t at_sign, std::size_t& start) noexcept {
+  /// `floor`: the end of the previous match; the local part never reaches back past it.
+  static constexpr std::size_t match_email(std::string_view t, std::size_t at_sign, std::size_t floor,
+                                           std::size_t& start) noexcept {
     const auto local = [](char c) { return alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'; };
     std::size_t b = at_sign;
-    while (b > 0 && local(t[b - 1])) --b;
+    while (b > floor && local(t[b - 1])) --b;
     while (b < at_sign && t[b] == '.') ++b;
     if (b == at_sign) return 0;
     std::size_t p = at_sign + 1, labels = 0, last_label = 0, last_start = p;
@@ -463,15 +465,16 @@ class pii_detector {
   constexpr void scan(std::string_view t, Sink&& sink) const noexcept {
     const auto on = [this](pii_entity e) { return contains(enabled_, e); };
     std::size_t birth_until = 0;  // dates before this offset are dates of birth
+    std::size_t last_end = 0;     // end of the previous match: matches never overlap
     std::size_t i = 0;
     while (i < t.size()) {
       const char c = t[i];
       if (c == '@') {
         std::size_t start = 0;
         if (on(pii_entity::email)) {
-          if (const auto n = match_email(t, i, start); n != 0) {
+          if (const auto n = match_email(t, i, last_end, start); n != 0) {
             if (!report(sink, pii_entity::email, start, n)) return;
-            i = start + n;
+            i = last_end = start + n;
             continue;
           }
         }
@@ -525,7 +528,7 @@ class pii_detector {
       }
       if (kind != pii_entity::none) {
         if (!report(sink, kind, i, n)) return;
-        i += n;
+        i = last_end = i + n;
       } else {
         ++i;
         while (i < t.size() && alnum(c) && alnum(t[i])) ++i;  // skip the rest of a failed token

@@ -1,0 +1,62 @@
+// hedge-route-train: fits the complexity scorer on labelled CSV files and writes a weights
+// file (format: hedge/route/complexity_model.hpp), plus the threshold for a target cloud
+// fraction calibrated on the training prompts (quantile rule).
+//
+//   hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X]
+//                     [--l2 X] [--label weak_wrong|strong_better] FILES...
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hedge/route/calibration.hpp"
+#include "hedge/route/evaluation.hpp"
+
+int main(int argc, char** argv) {
+  using namespace hedge::route;
+  constexpr std::size_t buckets = 16384;
+  std::string out;
+  std::vector<std::string> files;
+  evaluation_options opt;
+  opt.fit.epochs = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const bool value = i + 1 < argc;
+    if (a == "--out" && value) out = argv[++i];
+    else if (a == "--target-fraction" && value) opt.target_cloud_fraction = std::atof(argv[++i]);
+    else if (a == "--epochs" && value) opt.fit.epochs = std::atoi(argv[++i]);
+    else if (a == "--learning-rate" && value) opt.fit.learning_rate = std::atof(argv[++i]);
+    else if (a == "--l2" && value) opt.fit.l2 = std::atof(argv[++i]);
+    else if (a == "--label" && value) opt.target = std::string_view{argv[++i]} == "weak_wrong" ? training_target::weak_wrong
+                                                                                               : training_target::strong_better;
+    else if (a.substr(0, 2) != "--") files.emplace_back(a);
+    else return std::fprintf(stderr, "hedge-route-train: unknown or incomplete option %s\n", argv[i]), 2;
+  }
+  if (out.empty() || files.empty())
+    return std::fprintf(stderr, "usage: hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] "
+                                "[--learning-rate X] [--l2 X] [--label weak_wrong|strong_better] FILES...\n"), 2;
+  std::vector<labelled_domain> domains;
+  std::size_t rows = 0;
+  for (const auto& f : files) {
+    auto loaded = load_labelled_csv(f);
+    if (!loaded) return std::fprintf(stderr, "hedge-route-train: %s\n", loaded.error().c_str()), 1;
+    domains.push_back({f, std::move(*loaded), {}});
+    compute_features<buckets>(domains.back());
+    rows += domains.back().rows.size();
+  }
+  std::vector<const labelled_domain*> train;
+  for (const auto& d : domains) train.push_back(&d);
+  const auto model = detail::train_on<buckets>(train, opt);
+  auto scores = detail::calibration_scores<buckets>(train, *model, opt);
+  const auto threshold = threshold_for_cloud_fraction(scores, opt.target_cloud_fraction);
+  if (!threshold) return std::fprintf(stderr, "hedge-route-train: %s\n", threshold.error().c_str()), 1;
+  char comment[160];
+  std::snprintf(comment, sizeof comment, "trained on %zu rows from %zu files; logit threshold for cloud fraction %.3f: %.6f",
+                rows, files.size(), opt.target_cloud_fraction, *threshold);
+  if (auto w = write_complexity_weights(*model, out, comment); !w)
+    return std::fprintf(stderr, "hedge-route-train: %s\n", w.error().c_str()), 1;
+  std::printf("%s\nwrote %s\nthreshold_logit=%.6f\n", comment, out.c_str(), *threshold);
+  return 0;
+}
