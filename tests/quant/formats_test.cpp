@@ -296,3 +296,31 @@ TEST(FloatFormats, ConvertWithRoundToNearestEven) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Rounding, RoundHalfAwayMatchesRoundf) {
+  // Every tie k + 0.5 and its float neighbours in the Q8_0 range, then random values.
+  for (int k = -200; k <= 200; ++k) {
+    for (float v : {static_cast<float>(k) + 0.5f, static_cast<float>(k) - 0.5f}) {
+      for (float t : {v, std::nextafter(v, 1e9f), std::nextafter(v, -1e9f)}) {
+        ASSERT_EQ(hedge::quant::detail::round_half_away(t), static_cast<int>(std::round(t))) << t;
+      }
+    }
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
+  for (int i = 0; i < 1000000; ++i) {
+    const float t = dist(rng) / static_cast<float>(1 << (i % 20));
+    ASSERT_EQ(hedge::quant::detail::round_half_away(t), static_cast<int>(std::round(t))) << t;
+  }
+}
+
+TEST(Rounding, NearestIntRoundsTiesToEven) {
+  EXPECT_EQ(hedge::quant::detail::nearest_int(2.5f), 2);
+  EXPECT_EQ(hedge::quant::detail::nearest_int(3.5f), 4);
+  EXPECT_EQ(hedge::quant::detail::nearest_int(-2.5f), -2);
+  EXPECT_EQ(hedge::quant::detail::nearest_int(-126.7f), -127);
+}
+
+}  // namespace

@@ -95,8 +95,12 @@ inline int nearest_int(float x) noexcept {
   return static_cast<int>(std::bit_cast<std::uint32_t>(shifted) & 0x007FFFFFu) - 0x00400000;
 }
 
-/// Round to nearest, ties away from zero (C's roundf), as ggml's Q8_0 reference does.
-inline int round_half_away(float x) noexcept { return static_cast<int>(std::round(x)); }
+/// Round to nearest, ties away from zero (C's roundf), as ggml's Q8_0 reference
+/// does, for |x| < 2^31. Adding the largest float below 0.5 and truncating is
+/// exact: a sum that reaches the next integer only does so when x's fraction is
+/// >= 0.5 (the one rounding of the add cannot carry a smaller fraction across).
+/// Inline arithmetic instead of a libm call keeps activation quantization cheap.
+inline int round_half_away(float x) noexcept { return static_cast<int>(x + std::copysign(0.49999997f, x)); }
 
 }  // namespace detail
 
@@ -109,11 +113,21 @@ result<void> quantize(vector_view<const float> x, vector_view<typename F::block>
     return error{errc::shape_mismatch} << F::name << ": " << x.size() << " floats do not fill " << out.size()
                                        << " blocks of " << n;
   }
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (!std::isfinite(x[i])) return error{errc::invalid_argument} << F::name << ": non-finite input at " << i;
-    if (std::fabs(x[i]) > F::max_input) {
-      return error{errc::out_of_range} << F::name << ": |x[" << i << "]| = " << static_cast<double>(x[i])
-                                       << " exceeds " << static_cast<double>(F::max_input);
+  // One branch-free pass over |x| as integers (it vectorises: this runs on every
+  // activation row). inf and NaN have larger magnitude bits than any finite
+  // bound, so one maximum finds them too; only a bad row is scanned again.
+  std::uint32_t max_bits = 0;
+  for (const float v : x) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
+    max_bits = bits > max_bits ? bits : max_bits;
+  }
+  if (max_bits > std::bit_cast<std::uint32_t>(F::max_input)) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (!std::isfinite(x[i])) return error{errc::invalid_argument} << F::name << ": non-finite input at " << i;
+      if (std::fabs(x[i]) > F::max_input) {
+        return error{errc::out_of_range} << F::name << ": |x[" << i << "]| = " << static_cast<double>(x[i])
+                                         << " exceeds " << static_cast<double>(F::max_input);
+      }
     }
   }
   for (std::size_t b = 0; b < out.size(); ++b) {

@@ -38,6 +38,21 @@ namespace hedge::kernels::matmul {
 
 namespace avx2 {
 
+/// The R (<= 4) products d_w[r] * d_x of block b, one vcvtph2ps for all rows,
+/// and each broadcast to 8 lanes. They go through memory because a broadcast
+/// from memory is a load, not a shuffle competing with the dot products for
+/// the vector ALUs. The same float multiply whatever R is.
+template <int R, class Block>
+HEDGE_AVX2_TARGET inline void row_scales(const Block* w, std::size_t stride, std::size_t b, float dx,
+                                         __m256 (&scale)[R]) noexcept {
+  static_assert(R <= 4);
+  std::uint64_t bits = 0;
+  for (int r = 0; r < R; ++r) bits |= std::uint64_t{w[static_cast<std::size_t>(r) * stride + b].d.bits} << (16 * r);
+  alignas(16) float products[4];
+  _mm_store_ps(products, _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits))), _mm_set1_ps(dx)));
+  for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
+}
+
 /// Q8_0 weights . Q8_0 activation, R rows starting at w (row stride in blocks).
 template <int R>
 HEDGE_AVX2_TARGET void gemv_tile(const quant::q8_0::block* w, std::size_t stride, const quant::q8_0::block* x,
@@ -46,12 +61,11 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q8_0::block* w, std::size_t stride
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const float dx = to_float(x[b].d);
+    __m256 scale[R];
+    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
     for (int r = 0; r < R; ++r) {
-      const quant::q8_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
-      const __m256 sums = _mm256_cvtepi32_ps(dot_s8s8_i32(wq, xq));
-      acc[r] = _mm256_fmadd_ps(sums, _mm256_set1_ps(to_float(wb.d) * dx), acc[r]);
+      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[static_cast<std::size_t>(r) * stride + b].qs));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_s8s8_i32(wq, xq)), scale[r], acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
@@ -67,12 +81,12 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_0::block* w, std::size_t stride
   for (std::size_t b = 0; b < blocks; ++b) {
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256i offset = madd_u8s8_i16(eight, xq);  // 8 * (x_2i + x_2i+1)
-    const float dx = to_float(x[b].d);
+    __m256 scale[R];
+    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
     for (int r = 0; r < R; ++r) {
-      const quant::q4_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(unpack_nibbles_16(wb.qs), xq), offset);
-      const __m256 sums = _mm256_cvtepi32_ps(sum_pairs_i16(products));
-      acc[r] = _mm256_fmadd_ps(sums, _mm256_set1_ps(to_float(wb.d) * dx), acc[r]);
+      const std::uint8_t* qs = w[static_cast<std::size_t>(r) * stride + b].qs;
+      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(unpack_nibbles_16(qs), xq), offset);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_pairs_i16(products)), scale[r], acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);

@@ -24,10 +24,12 @@ namespace hedge::kernels::matmul::avx2 {
 
 /// 16 bytes of packed nibbles -> 32 bytes in [0, 15]: byte j of the input gives
 /// byte j (its low nibble) and byte j + 16 (its high nibble), Q4_0's order.
+/// The 16 bytes are broadcast to both 128-bit halves (a load, no shuffle) and
+/// the upper half shifted right by 4 (vpsrlvd), so the unpack is two ALU ops.
 HEDGE_AVX2_TARGET inline __m256i unpack_nibbles_16(const std::uint8_t* packed) noexcept {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed)));
+  const __m256i shifted = _mm256_srlv_epi32(both, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
 /// Pairwise sums of u8 x s8 products as int16 (vpmaddubsw). The caller keeps
