@@ -53,6 +53,13 @@ inline std::string to_markdown(const report& r, const std::string& command) {
   md += "- last-level cache: " + format("%.1f MiB", double(m.llc_bytes) / (1 << 20)) + "\n";
   md += "- read bandwidth at start-up: " + bandwidth_list(m.read_bandwidth) + "\n";
   md += "- run: " + m.date + ", `" + command + "`\n";
+  if (m.load_average) {
+    md += "- load average at start: " + format("%.2f", *m.load_average);
+    if (*m.load_average > double(m.cpus)) {
+      md += " (more than the " + std::to_string(m.cpus) + " CPUs: other processes competed for them, figures are noisy)";
+    }
+    md += "\n";
+  }
   md += "- times are real time, the median of the repetitions; `bw_fraction` = bytes/s over the read bandwidth "
         "re-measured right before the kernel's family ran (at the same thread count); **best** marks the fastest "
         "variant of each case\n";
@@ -86,6 +93,7 @@ inline nlohmann::json to_json(const report& r) {
                         {"llc_bytes", m.llc_bytes},
                         {"read_bandwidth_bytes_per_second", bandwidth(m.read_bandwidth)},
                         {"date", m.date},
+                        {"load_average", m.load_average ? nlohmann::json(*m.load_average) : nlohmann::json()},
                         {"kernels", nlohmann::json::array()}};
   for (const auto& k : r.kernels) {
     nlohmann::json kernel = {{"kernel", k.kernel},

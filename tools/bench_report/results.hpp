@@ -55,6 +55,8 @@ struct machine_info {
   std::size_t llc_bytes = 0;
   std::map<std::size_t, double> read_bandwidth;  ///< at start-up: threads -> bytes/s
   std::string date;
+  std::optional<double> load_average;  ///< 1-minute load when the (first) binary started
+  std::size_t cpus = 0;                ///< logical CPUs Google Benchmark saw
 };
 
 struct report {
@@ -162,6 +164,11 @@ class report_builder {
     m.arch_supported = context.value("hedge_arch_supported", m.arch_supported);
     m.arch_native = context.value("hedge_arch_native", m.arch_native);
     m.date = context.value("date", m.date);
+    if (context.contains("num_cpus") && context["num_cpus"].is_number()) m.cpus = context["num_cpus"].get<std::size_t>();
+    const auto load = context.find("load_avg");
+    if (!m.load_average && load != context.end() && load->is_array() && !load->empty() && (*load)[0].is_number()) {
+      m.load_average = (*load)[0].get<double>();
+    }
     if (context.contains("hedge_llc_bytes")) m.llc_bytes = std::stoull(context.value("hedge_llc_bytes", "0"));
     constexpr std::string_view bw_key = "hedge_read_bw_threads:";
     for (const auto& [key, value] : context.items()) {
