@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/inputs.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/decode.hpp"
 #include "hedge/kv/cache.hpp"
@@ -26,15 +27,6 @@ namespace {
 
 namespace hb = hedge::bench;
 constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128;
-
-std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  for (float& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
-  }
-  return v;
-}
 
 template <class Elem>
 struct filled_cache {
@@ -64,7 +56,7 @@ filled_cache<Elem>& cache_for(std::size_t context, std::size_t page_tokens) {
   made->seq = *made->cache.create();
   const auto other = page_tokens != 0 ? made->cache.create() : hedge::result<hedge::kv_seq>(made->seq);
   // 64 distinct token vectors, reused: quantizing every position would dominate set-up.
-  const auto keys = pseudo_random(64 * kv_heads * head_dim, 1), values = pseudo_random(64 * kv_heads * head_dim, 2);
+  const auto keys = hb::pseudo_random_floats(64 * kv_heads * head_dim, 1), values = hb::pseudo_random_floats(64 * kv_heads * head_dim, 2);
   const std::size_t n = kv_heads * head_dim;
   for (std::size_t pos = 0; pos < context; ++pos) {
     (void)made->cache.extend(made->seq, 1);
@@ -84,7 +76,7 @@ template <class Elem, class Arch>
 void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t page_tokens, std::size_t threads) {
   auto& filled = cache_for<Elem>(context, page_tokens);
   const auto view = *filled.cache.view(filled.seq);
-  const auto q = pseudo_random(q_heads * head_dim, 3);
+  const auto q = hb::pseudo_random_floats(q_heads * head_dim, 3);
   std::vector<float> out(q.size());
   std::vector<float> workspace(hedge::decode_workspace_floats(q_heads, head_dim, 16));
   auto& pool = hb::pool(threads);

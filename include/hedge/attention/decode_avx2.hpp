@@ -30,12 +30,13 @@
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/kv/cache.hpp"
+#include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kv/element.hpp"
-
-#define HEDGE_ATTENTION_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace hedge {
 namespace attention_avx2 {
+
+namespace primitives = kernels::matmul::avx2;  // load8, sum_lanes, to_float shared with the matmul kernels
 
 /// How the AVX2 kernel reads one element format: `load8(vector, i)` gives values
 /// i..i+7 of a stored head vector as floats, without the per-block scale when the
@@ -51,26 +52,21 @@ template <>
 struct reader<kv_f32> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_ATTENTION_AVX2 static __m256 load8(const float* v, std::size_t i) noexcept { return _mm256_loadu_ps(v + i); }
+  HEDGE_AVX2_TARGET static __m256 load8(const float* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
 struct reader<kv_f16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_ATTENTION_AVX2 static __m256 load8(const f16* v, std::size_t i) noexcept {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-  }
+  HEDGE_AVX2_TARGET static __m256 load8(const f16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
 struct reader<kv_bf16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_ATTENTION_AVX2 static __m256 load8(const bf16* v, std::size_t i) noexcept {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
+  HEDGE_AVX2_TARGET static __m256 load8(const bf16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
@@ -78,21 +74,14 @@ struct reader<kv_q8_0> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = kv_q8_0::block_elements;
   using block = kv_q8_0::unit;
-  HEDGE_ATTENTION_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
+  HEDGE_AVX2_TARGET static __m256 load8(const block* v, std::size_t i) noexcept {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + i % 32));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
   }
-  HEDGE_ATTENTION_AVX2 static float scale(const block* v, std::size_t b) noexcept { return _cvtsh_ss(v[b].d.bits); }
+  HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
-HEDGE_ATTENTION_AVX2 inline float sum8(__m256 v) noexcept {
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
-HEDGE_ATTENTION_AVX2 inline float max8(__m256 v) noexcept {
+HEDGE_AVX2_TARGET inline float max8(__m256 v) noexcept {
   __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_max_ps(x, _mm_movehl_ps(x, x));
   x = _mm_max_ss(x, _mm_movehdup_ps(x));
@@ -102,7 +91,7 @@ HEDGE_ATTENTION_AVX2 inline float max8(__m256 v) noexcept {
 /// e^x for x <= 0 (softmax arguments after subtracting the max); 0 below -87.
 /// exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in two parts (Cody-Waite),
 /// e^r by Cephes expf's degree-6 polynomial.
-HEDGE_ATTENTION_AVX2 inline __m256 exp8(__m256 x) noexcept {
+HEDGE_AVX2_TARGET inline __m256 exp8(__m256 x) noexcept {
   const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.f), _CMP_LT_OQ);
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -120,20 +109,31 @@ HEDGE_ATTENTION_AVX2 inline __m256 exp8(__m256 x) noexcept {
   return _mm256_andnot_ps(underflow, _mm256_mul_ps(er, _mm256_castsi256_ps(pow2n)));
 }
 
-/// dots[n] = q[n] . key over `width` values (q zero-padded to width).
+/// The four horizontal sums of a, b, c, d in one vector (three hadds instead of four reductions).
+HEDGE_AVX2_TARGET inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) noexcept {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/// dots[n] = q[n] . key over `width` values (q zero-padded to width); dots has 4 slots.
+/// \tparam N    query heads handled together (1..4)
+/// \tparam Elem the KV element format
 template <int N, class Elem>
-HEDGE_ATTENTION_AVX2 inline void dot_keys(const float (*q)[attention_max_head_dim], const typename Elem::unit* key,
+HEDGE_AVX2_TARGET inline void dot_keys(const float (*q)[attention_max_head_dim], const typename Elem::unit* key,
                                           std::size_t width, float* dots) noexcept {
   using R = reader<Elem>;
-  __m256 acc[N];
-  for (int n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
+  __m256 acc[4];
+  for (int n = 0; n < 4; ++n) acc[n] = _mm256_setzero_ps();
   if constexpr (R::scale_block != 0) {
+    // Block by block: the int8 values times q in float, then one FMA with the block scale.
     for (std::size_t b = 0; b < width / R::scale_block; ++b) {
       __m256 part[N];
       for (int n = 0; n < N; ++n) part[n] = _mm256_setzero_ps();
-      for (std::size_t c = b * R::scale_block; c < (b + 1) * R::scale_block; c += 8) {
-        const __m256 k = R::load8(key, c);
-        for (int n = 0; n < N; ++n) part[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k, part[n]);
+      const float* qb = q[0] + b * R::scale_block;
+      for (std::size_t j = 0; j < R::scale_block; j += 8) {
+        const __m256 k = R::load8(key + b, j);
+        for (int n = 0; n < N; ++n)
+          part[n] = _mm256_fmadd_ps(_mm256_loadu_ps(qb + n * attention_max_head_dim + j), k, part[n]);
       }
       const __m256 scale = _mm256_set1_ps(R::scale(key, b));
       for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(part[n], scale, acc[n]);
@@ -156,22 +156,28 @@ HEDGE_ATTENTION_AVX2 inline void dot_keys(const float (*q)[attention_max_head_di
     }
     for (int n = 0; n < N; ++n) acc[n] = _mm256_add_ps(acc[n], odd[n]);
   }
-  for (int n = 0; n < N; ++n) dots[n] = sum8(acc[n]);
+  _mm_storeu_ps(dots, sum8x4(acc[0], acc[1], acc[2], acc[3]));
 }
 
 /// acc[n][c .. c + 8 Lanes) += sum_i weight(i, n) value_i[c ..], the tile's values streamed once.
+/// \tparam N     query heads handled together (1..4)
+/// \tparam Lanes 8-float vectors of output per query head kept in registers (1 or 2)
+/// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
-HEDGE_ATTENTION_AVX2 inline void accumulate_values(float* const* acc, const typename Elem::unit* values,
+HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typename Elem::unit* values,
                                                    std::size_t units, std::size_t count, const float* weights,
                                                    std::size_t c) noexcept {
   using R = reader<Elem>;
+  // For block formats, address the block holding value c once, then offsets inside it.
+  const std::size_t block = R::scale_block != 0 ? c / R::scale_block : 0;
+  const std::size_t offset = R::scale_block != 0 ? c % R::scale_block : c;
   __m256 a[N][Lanes];
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_loadu_ps(acc[n] + c + 8 * l);
   for (std::size_t i = 0; i < count; ++i) {
-    const typename Elem::unit* v = values + i * units;
+    const typename Elem::unit* v = values + i * units + block;
     __m256 x[Lanes];
-    for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, c + 8 * l);
+    for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
     for (int n = 0; n < N; ++n) {
       const __m256 w = _mm256_broadcast_ss(weights + i * N + n);
       for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], w, a[n][l]);
@@ -182,8 +188,10 @@ HEDGE_ATTENTION_AVX2 inline void accumulate_values(float* const* acc, const type
 }
 
 /// The states of query heads [first, first + N) of the task's group.
+/// \tparam N    query heads handled together (1..4)
+/// \tparam Elem the KV element format
 template <int N, class Elem>
-HEDGE_ATTENTION_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
+HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
                                         const attention_params& p, const decode_task& task,
                                         std::size_t first) noexcept {
   using R = reader<Elem>;
@@ -235,7 +243,7 @@ HEDGE_ATTENTION_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::s
             _mm_prefetch(v + 64 * line, _MM_HINT_T0);
           }
         }
-        float dots[N];
+        float dots[4];
         dot_keys<N, Elem>(q, run.keys + (t0 + i) * units, width, dots);
         for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;
       }
@@ -258,7 +266,7 @@ HEDGE_ATTENTION_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::s
           _mm256_store_ps(logits[n] + i, e);
           total = _mm256_add_ps(total, e);
         }
-        sum[n] = sum[n] * correction + sum8(total);
+        sum[n] = sum[n] * correction + primitives::sum_lanes(total);
         max[n] = new_max;
         if (correction != 1.f) {
           const __m256 c = _mm256_set1_ps(correction);
@@ -318,5 +326,4 @@ void decode_partial(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t la
 
 }  // namespace hedge
 
-#undef HEDGE_ATTENTION_AVX2
 #endif  // x86

@@ -28,16 +28,16 @@
 #include "hedge/attention/params.hpp"
 #include "hedge/attention/prefill_scalar.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kv/cache.hpp"
-
-#define HEDGE_PREFILL_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace hedge {
 namespace prefill_avx2 {
 
 /// C[R x 16] (+)= A[R x k] B[k x 16]; A, B, C row-major with leading dimensions.
+/// \tparam R rows of C (1..4), each two 8-float accumulators
 template <int R>
-HEDGE_PREFILL_AVX2 inline void micro_4x16(const float* a, std::size_t lda, const float* b, std::size_t ldb,
+HEDGE_AVX2_TARGET inline void micro_4x16(const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                           std::size_t k, float* c, std::size_t ldc, bool accumulate) noexcept {
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r)
@@ -56,7 +56,7 @@ HEDGE_PREFILL_AVX2 inline void micro_4x16(const float* a, std::size_t lda, const
 }
 
 /// C[rows x cols] (+)= A B with cols a multiple of 16.
-HEDGE_PREFILL_AVX2 inline void gemm(const float* a, std::size_t lda, const float* b, std::size_t ldb, std::size_t k,
+HEDGE_AVX2_TARGET inline void gemm(const float* a, std::size_t lda, const float* b, std::size_t ldb, std::size_t k,
                                    float* c, std::size_t ldc, std::size_t rows, std::size_t cols,
                                    bool accumulate) noexcept {
   for (std::size_t r = 0; r < rows; r += 4) {
@@ -74,8 +74,9 @@ HEDGE_PREFILL_AVX2 inline void gemm(const float* a, std::size_t lda, const float
 }
 
 /// One stored head vector as `padded` floats (block scales applied, zero-padded).
+/// \tparam Elem the KV element format
 template <class Elem>
-HEDGE_PREFILL_AVX2 inline void dequantize(const typename Elem::unit* v, std::size_t width, std::size_t padded,
+HEDGE_AVX2_TARGET inline void dequantize(const typename Elem::unit* v, std::size_t width, std::size_t padded,
                                           float* out) noexcept {
   using R = attention_avx2::reader<Elem>;
   for (std::size_t c = 0; c < width; c += 8) {
@@ -86,8 +87,10 @@ HEDGE_PREFILL_AVX2 inline void dequantize(const typename Elem::unit* v, std::siz
   std::fill(out + width, out + padded, 0.f);
 }
 
+/// One prefill item (see the file comment for the scratch layout).
+/// \tparam Elem the KV element format
 template <class Elem>
-HEDGE_PREFILL_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+HEDGE_AVX2_TARGET void tile(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                              const prefill_task& t) noexcept {
   using R = attention_avx2::reader<Elem>;
   constexpr std::size_t bk = prefill_key_tile;
@@ -157,7 +160,7 @@ HEDGE_PREFILL_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer
         _mm256_storeu_ps(sr + j, e);
         total = _mm256_add_ps(total, e);
       }
-      l[r] = l[r] * correction + attention_avx2::sum8(total);
+      l[r] = l[r] * correction + attention_avx2::primitives::sum_lanes(total);
       m[r] = new_max;
       if (correction != 1.f) {
         const __m256 cv = _mm256_set1_ps(correction);
@@ -192,5 +195,4 @@ void prefill_tile(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t laye
 
 }  // namespace hedge
 
-#undef HEDGE_PREFILL_AVX2
 #endif  // x86
