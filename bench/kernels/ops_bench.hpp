@@ -104,4 +104,15 @@ void register_family(const std::string& kernel, std::size_t operand_count, std::
   });
 }
 
+/// The common family: standard_cases() over rows of `cols` floats, of which
+/// `operands_read` operands are read; row_op(tag, operands, row) handles one row.
+template <class RowOp>
+void register_row_family(const std::string& kernel, std::size_t operand_count, std::size_t operands_read,
+                         std::size_t cols, RowOp row_op) {
+  register_family(kernel, operand_count, cols, double(operands_read * cols * sizeof(float)), standard_cases(),
+                  [row_op]<class A>(A, const operands& o, std::size_t begin, std::size_t end) {
+                    for (std::size_t r = begin; r < end; ++r) row_op(A{}, o, r);
+                  });
+}
+
 }  // namespace hedge::bench::ops

@@ -12,12 +12,7 @@ namespace {
 using namespace hedge;
 
 template <class A>
-class Activation : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
-  }
-};
+class Activation : public test::arch_test<A> {};
 TYPED_TEST_SUITE(Activation, test::all_arch_tags, test::arch_tag_name);
 
 double silu_f64(double x) { return x / (1.0 + std::exp(-x)); }
@@ -38,34 +33,32 @@ test::unaligned_floats activation_inputs(std::size_t n, unsigned seed) {
   return x;
 }
 
-// SiLU: x / (1 + exp(-x)) has one exp (a few ulp), one add, one divide; the
-// exp's argument error grows with |x| (6e-8 |x| relative), so 1e-5 relative,
-// plus 1e-30 absolute for underflowed results.
-TYPED_TEST(Activation, SiluMatchesFloat64Reference) {
+/// Runs `kernel(x, out)` on every test size and checks each output against
+/// `reference(x)` within rel |ref| + abs_per_x |x| + 1e-30 (underflow).
+template <class Kernel, class Reference>
+void expect_matches_reference(Kernel kernel, Reference reference, double rel, double abs_per_x, unsigned seed) {
   for (std::size_t n : test::ops_test_sizes) {
-    auto x = activation_inputs(n, 21 + unsigned(n));
+    auto x = activation_inputs(n, seed + unsigned(n));
     test::unaligned_floats out(n);
-    kernels::silu<TypeParam>(x.cview(), out.view());
+    kernel(x.cview(), out.view());
     for (std::size_t i = 0; i < n; ++i) {
-      const double ref = silu_f64(x[i]);
-      ASSERT_NEAR(out[i], ref, 1e-5 * std::abs(ref) + 1e-30) << "n=" << n << " x=" << x[i];
+      const double ref = reference(x[i]);
+      ASSERT_NEAR(out[i], ref, rel * std::abs(ref) + abs_per_x * std::abs(x[i]) + 1e-30) << "n=" << n << " x=" << x[i];
     }
   }
+}
+
+// SiLU: x / (1 + exp(-x)) has one exp (a few ulp), one add, one divide; the
+// exp's argument error grows with |x| (6e-8 |x| relative), so 1e-5 relative.
+TYPED_TEST(Activation, SiluMatchesFloat64Reference) {
+  expect_matches_reference([](auto x, auto out) { kernels::silu<TypeParam>(x, out); }, silu_f64, 1e-5, 0.0, 21);
 }
 
 // GELU: the reference formula (ggml's) computes 1 + tanh(u), which cancels
 // for x < -3 and loses up to 0.5 |x| ulp(1) absolute; the SIMD form
 // 1 / (1 + exp(-2u)) does not cancel. Tolerance: 1e-5 relative + 1e-7 |x| absolute.
 TYPED_TEST(Activation, GeluMatchesFloat64Reference) {
-  for (std::size_t n : test::ops_test_sizes) {
-    auto x = activation_inputs(n, 31 + unsigned(n));
-    test::unaligned_floats out(n);
-    kernels::gelu<TypeParam>(x.cview(), out.view());
-    for (std::size_t i = 0; i < n; ++i) {
-      const double ref = gelu_tanh_f64(x[i]);
-      ASSERT_NEAR(out[i], ref, 1e-5 * std::abs(ref) + 1e-7 * std::abs(x[i])) << "n=" << n << " x=" << x[i];
-    }
-  }
+  expect_matches_reference([](auto x, auto out) { kernels::gelu<TypeParam>(x, out); }, gelu_tanh_f64, 1e-5, 1e-7, 31);
 }
 
 TYPED_TEST(Activation, SiluMulMatchesFloat64ReferenceInPlace) {

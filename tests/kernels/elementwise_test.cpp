@@ -10,12 +10,7 @@ namespace {
 using namespace hedge;
 
 template <class A>
-class Elementwise : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
-  }
-};
+class Elementwise : public test::arch_test<A> {};
 TYPED_TEST_SUITE(Elementwise, test::all_arch_tags, test::arch_tag_name);
 
 // One IEEE operation per element: every path equals the float result exactly.

@@ -13,12 +13,7 @@ namespace {
 using namespace hedge;
 
 template <class A>
-class RmsNorm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
-  }
-};
+class RmsNorm : public test::arch_test<A> {};
 TYPED_TEST_SUITE(RmsNorm, test::all_arch_tags, test::arch_tag_name);
 
 /// float64 RMSNorm of float inputs.

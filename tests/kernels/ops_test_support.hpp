@@ -21,6 +21,15 @@ namespace hedge::test {
 using all_arch_tags = ::testing::Types<arch::scalar, arch::avx2, arch::avxvnni, arch::avx512bw, arch::avx512vnni,
                                        arch::neon, arch::neon_dotprod>;
 
+/// Base of the typed test fixtures: skips the tags this CPU cannot run.
+template <class A>
+class arch_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
+  }
+};
+
 /// Names typed tests after the tag (`RmsNorm/avx2.…`) instead of its index.
 struct arch_tag_name {
   template <class A>

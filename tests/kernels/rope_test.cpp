@@ -14,12 +14,7 @@ using namespace hedge;
 using kernels::rope_layout;
 
 template <class A>
-class Rope : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
-  }
-};
+class Rope : public test::arch_test<A> {};
 TYPED_TEST_SUITE(Rope, test::all_arch_tags, test::arch_tag_name);
 
 /// float64 RoPE of one head, straight from the definition (see rope.hpp).
@@ -69,26 +64,27 @@ TYPED_TEST(Rope, MatchesFloat64ReferenceForBothLayouts) {
   }
 }
 
-// Hand-computed: head_dim 4, base 100, position 1: angles 1 and 100^(-1/2) = 0.1 rad.
+// Hand-computed: head_dim 4, base 100, position 1: angles 1 and 100^(-1/2) = 0.1
+// rad. Each case puts (1, 0) in both pairs of its layout, so the pair of angle
+// a ends as (cos a, sin a) at the pair's positions.
 TYPED_TEST(Rope, PairsElementsAsEachLayoutSays) {
-  test::unaligned_floats cos(4), sin(4), x(4);
-  const float adjacent_in[4] = {1, 0, 1, 0};
-  for (std::size_t j = 0; j < 4; ++j) x[j] = adjacent_in[j];
-  ASSERT_TRUE(kernels::rope_table(rope_layout::adjacent_pairs, 1, 100.0f, cos.view(), sin.view()).ok());
-  kernels::rope<TypeParam>(rope_layout::adjacent_pairs, matrix_view<float>(x.data(), 1, 4), cos.cview(), sin.cview());
-  EXPECT_FLOAT_EQ(x[0], std::cos(1.0f));
-  EXPECT_FLOAT_EQ(x[1], std::sin(1.0f));
-  EXPECT_FLOAT_EQ(x[2], std::cos(0.1f));
-  EXPECT_FLOAT_EQ(x[3], std::sin(0.1f));
-
-  const float neox_in[4] = {1, 1, 0, 0};
-  for (std::size_t j = 0; j < 4; ++j) x[j] = neox_in[j];
-  ASSERT_TRUE(kernels::rope_table(rope_layout::neox_halves, 1, 100.0f, cos.view(), sin.view()).ok());
-  kernels::rope<TypeParam>(rope_layout::neox_halves, matrix_view<float>(x.data(), 1, 4), cos.cview(), sin.cview());
-  EXPECT_FLOAT_EQ(x[0], std::cos(1.0f));
-  EXPECT_FLOAT_EQ(x[2], std::sin(1.0f));
-  EXPECT_FLOAT_EQ(x[1], std::cos(0.1f));
-  EXPECT_FLOAT_EQ(x[3], std::sin(0.1f));
+  struct layout_case {
+    rope_layout layout;
+    std::size_t pair0[2], pair1[2];
+  };
+  const layout_case cases[] = {{rope_layout::adjacent_pairs, {0, 1}, {2, 3}}, {rope_layout::neox_halves, {0, 2}, {1, 3}}};
+  for (const layout_case& c : cases) {
+    test::unaligned_floats cos(4), sin(4), x(4);
+    for (std::size_t j = 0; j < 4; ++j) x[j] = 0.0f;
+    x[c.pair0[0]] = 1.0f;
+    x[c.pair1[0]] = 1.0f;
+    ASSERT_TRUE(kernels::rope_table(c.layout, 1, 100.0f, cos.view(), sin.view()).ok());
+    kernels::rope<TypeParam>(c.layout, matrix_view<float>(x.data(), 1, 4), cos.cview(), sin.cview());
+    EXPECT_FLOAT_EQ(x[c.pair0[0]], std::cos(1.0f)) << int(c.layout);
+    EXPECT_FLOAT_EQ(x[c.pair0[1]], std::sin(1.0f)) << int(c.layout);
+    EXPECT_FLOAT_EQ(x[c.pair1[0]], std::cos(0.1f)) << int(c.layout);
+    EXPECT_FLOAT_EQ(x[c.pair1[1]], std::sin(0.1f)) << int(c.layout);
+  }
 }
 
 TYPED_TEST(Rope, PositionZeroIsIdentityAndAllocatesNothing) {

@@ -14,12 +14,7 @@ namespace {
 using namespace hedge;
 
 template <class A>
-class Softmax : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!A::supported()) GTEST_SKIP() << A::name << " is not supported by this CPU";
-  }
-};
+class Softmax : public test::arch_test<A> {};
 TYPED_TEST_SUITE(Softmax, test::all_arch_tags, test::arch_tag_name);
 
 std::vector<double> softmax_f64(const float* x, std::size_t n) {

@@ -61,26 +61,24 @@ HEDGE_ALWAYS_INLINE float_batch<A> gelu_batch(float_batch<A> x) noexcept {
   return x / (batch(1.0f) + xsimd::exp(batch(-2.0f) * u));
 }
 
-template <xsimd_float_arch A>
-void silu(A, vector_view<const float> x, vector_view<float> out) noexcept {
+/// out[i] = op(x[i]) with op's batch form over full vectors and its float form on the tail.
+template <xsimd_float_arch A, class BatchOp, class ScalarOp>
+void map_unary(vector_view<const float> x, vector_view<float> out, BatchOp batch_op, ScalarOp scalar_op) noexcept {
   using batch = float_batch<A>;
   const std::size_t n = x.size();
   std::size_t i = 0;
-  for (; i + batch::size <= n; i += batch::size) {
-    silu_batch<A>(batch::load_unaligned(x.data() + i)).store_unaligned(out.data() + i);
-  }
-  for (; i < n; ++i) out[i] = silu_scalar(x[i]);
+  for (; i + batch::size <= n; i += batch::size) batch_op(batch::load_unaligned(x.data() + i)).store_unaligned(out.data() + i);
+  for (; i < n; ++i) out[i] = scalar_op(x[i]);
+}
+
+template <xsimd_float_arch A>
+void silu(A, vector_view<const float> x, vector_view<float> out) noexcept {
+  map_unary<A>(x, out, silu_batch<A>, silu_scalar);
 }
 
 template <xsimd_float_arch A>
 void gelu(A, vector_view<const float> x, vector_view<float> out) noexcept {
-  using batch = float_batch<A>;
-  const std::size_t n = x.size();
-  std::size_t i = 0;
-  for (; i + batch::size <= n; i += batch::size) {
-    gelu_batch<A>(batch::load_unaligned(x.data() + i)).store_unaligned(out.data() + i);
-  }
-  for (; i < n; ++i) out[i] = gelu_scalar(x[i]);
+  map_unary<A>(x, out, gelu_batch<A>, gelu_scalar);
 }
 
 template <xsimd_float_arch A>
