@@ -4,12 +4,13 @@
 // horizontal sums are needed until the tile is stored.
 //
 // Microkernel: a group (8 weight rows) x M activation rows (M <= 4). Per block,
-// the weight quads are loaded and unpacked once and reused for the M rows;
+// quad by quad (so only one quad, M int sums and M accumulators are live: all
+// in registers), the weight quad is loaded and unpacked once for the M rows;
 // each activation row broadcasts 4 of its int8 values (vpbroadcastd) against
 // the matching quad of all 8 rows:
 //
 //   Q4_0: vpmaddubsw(nibbles, x) for the 8 quads, summed in int16 (8 * 2 * 15 * 127
-//         = 30480 < 32767), one vpmaddwd, minus 8 * sum(x) (the block sum
+//         = 30480 < 32767), one vpmaddwd, minus 8 * sum(x) (the block offset
 //         prepared with the activation), cvt, fma with d_w[8] * d_x
 //   Q8_0: |w| . sign(x, w) per quad, vpmaddwd each (two int8 pairs can reach
 //         2 * 127 * 127), int32 sum, cvt, fma
@@ -63,23 +64,26 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     const auto& g = group[b];
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-    __m256i n[8];  // n[2j]: values 4j..4j+3 of each row; n[2j+1]: values 16+4j..16+4j+3
+    // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
+    // Not unrolled: g++ 12 would hoist every quad's products and spill them.
+    __m256i sums[M];
+    for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
+#pragma GCC unroll 1
     for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-      n[2 * j] = _mm256_and_si256(q, low4);
-      n[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    }
-    for (int m = 0; m < M; ++m) {
-      const std::int8_t* xq = x[m].blocks[b].qs;
-      __m256i s = madd_u8s8_i16(n[0], broadcast_quad(xq));
-      s = _mm256_add_epi16(s, madd_u8s8_i16(n[1], broadcast_quad(xq + 16)));
-      for (int j = 1; j < 4; ++j) {
-        s = _mm256_add_epi16(s, madd_u8s8_i16(n[2 * j], broadcast_quad(xq + 4 * j)));
-        s = _mm256_add_epi16(s, madd_u8s8_i16(n[2 * j + 1], broadcast_quad(xq + 16 + 4 * j)));
+      const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+      for (int m = 0; m < M; ++m) {
+        const std::int8_t* xq = x[m].blocks[b].qs;
+        const __m256i pair = _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * j)),
+                                              madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
+        sums[m] = _mm256_add_epi16(sums[m], pair);
       }
-      const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(s), _mm256_set1_epi32(8 * x[m].sums[b]));
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(to_float(x[m].blocks[b].d)));
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+    for (int m = 0; m < M; ++m) {
+      const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(sums[m]), _mm256_set1_epi32(x[m].offsets[b]));
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
       acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[m]);
     }
   }
@@ -94,21 +98,22 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, 
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
     const auto& g = group[b];
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-    __m256i w[8], magnitude[8];
+    __m256i dots[M];
+    for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
+#pragma GCC unroll 1
     for (int j = 0; j < 8; ++j) {
-      w[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-      magnitude[j] = _mm256_sign_epi8(w[j], w[j]);
-    }
-    for (int m = 0; m < M; ++m) {
-      const std::int8_t* xq = x[m].blocks[b].qs;
-      __m256i dot = _mm256_setzero_si256();
-      for (int j = 0; j < 8; ++j) {
-        const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(xq + 4 * j), w[j]);
-        dot = _mm256_add_epi32(dot, dot_u8s8_i32(magnitude[j], signed_x));
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
+      const __m256i magnitude = _mm256_sign_epi8(w, w);
+      for (int m = 0; m < M; ++m) {
+        const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x[m].blocks[b].qs + 4 * j), w);
+        const __m256i dot = dot_u8s8_i32(magnitude, signed_x);
+        dots[m] = _mm256_add_epi32(dots[m], dot);
       }
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(to_float(x[m].blocks[b].d)));
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[m]);
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+    for (int m = 0; m < M; ++m) {
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[m]);
     }
   }
   for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);
