@@ -135,7 +135,7 @@ TEST(GemvErrors, ShapesWorkspaceAndInputAreChecked) {
 }
 
 TEST(GemvWorkspace, SizesAreConstexpr) {
-  static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34 + 128 * 4);  // blocks + block sums
+  static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34 + 128 * 8);  // blocks + offsets + scales
   static_assert(k::gemv_workspace_bytes<q::q4_k>(4096) == 16 * 292);
   static_assert(k::gemv_workspace_bytes<q::f16>(4096) == 0);
   SUCCEED();

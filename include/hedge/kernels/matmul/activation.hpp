@@ -56,7 +56,7 @@ struct activation_row {
 template <quant::BlockFormat W>
 result<activation_row<W>> prepare_activation(vector_view<const float> x, std::byte* bytes) noexcept {
   if constexpr (float_activation<W>) {
-    return activation_row<W>{x.data(), nullptr};
+    return activation_row<W>{x.data(), nullptr, nullptr};
   } else {
     using act = typename W::activation;
     const std::size_t blocks = x.size() / act::block_elements;
