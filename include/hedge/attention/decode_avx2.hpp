@@ -5,7 +5,7 @@
 // as int8 -> float with the block scale folded into the dot product (keys) or
 // into the softmax weight (values), so nothing is dequantized to memory.
 //
-// Per tile of up to 32 consecutive positions (one page run), for the (up to 4)
+// Per tile of up to 64 consecutive positions (gathered across page runs), for the (up to 4)
 // query heads of a GQA group handled together:
 //   1. logits: one pass over the tile's keys, each key vector loaded once for all
 //      query heads;
@@ -164,9 +164,8 @@ HEDGE_AVX2_TARGET inline void dot_keys(const float (*q)[attention_max_head_dim],
 /// \tparam Lanes 8-float vectors of output per query head kept in registers (1 or 2)
 /// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
-HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typename Elem::unit* values,
-                                                   std::size_t units, std::size_t count, const float* weights,
-                                                   std::size_t c) noexcept {
+HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typename Elem::unit* const* values,
+                                                   std::size_t count, const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
   // For block formats, address the block holding value c once, then offsets inside it.
   const std::size_t block = R::scale_block != 0 ? c / R::scale_block : 0;
@@ -175,7 +174,7 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typenam
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_loadu_ps(acc[n] + c + 8 * l);
   for (std::size_t i = 0; i < count; ++i) {
-    const typename Elem::unit* v = values + i * units + block;
+    const typename Elem::unit* v = values[i] + block;
     __m256 x[Lanes];
     for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
     for (int n = 0; n < N; ++n) {
@@ -187,6 +186,32 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typenam
     for (int l = 0; l < Lanes; ++l) _mm256_storeu_ps(acc[n] + c + 8 * l, a[n][l]);
 }
 
+/// Where the K and V vectors of up to `tile` consecutive positions are: a tile
+/// may span several page runs, so the per-tile work does not shrink with the page size.
+/// \tparam Elem the KV element format
+template <class Elem>
+struct tile_refs {
+  static constexpr std::size_t tile = 64;
+  const typename Elem::unit* keys[tile];
+  const typename Elem::unit* values[tile];
+  std::size_t count = 0;
+
+  /// Fills the tile with positions [pos, min(pos + tile, end)) of (layer, head).
+  void gather(const kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t head, std::uint64_t pos,
+              std::uint64_t end) noexcept {
+    count = 0;
+    const std::size_t units = kv.vector_units();
+    while (count < tile && pos < end) {
+      const auto run = kv.contiguous(layer, head, pos, std::min<std::uint64_t>(end, pos + (tile - count)));
+      for (std::size_t i = 0; i < run.tokens; ++i, ++count) {
+        keys[count] = run.keys + i * units;
+        values[count] = run.values + i * units;
+      }
+      pos += run.tokens;
+    }
+  }
+};
+
 /// The states of query heads [first, first + N) of the task's group.
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format
@@ -195,7 +220,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
                                         const attention_params& p, const decode_task& task,
                                         std::size_t first) noexcept {
   using R = reader<Elem>;
-  constexpr std::size_t tile = 32;
+  constexpr std::size_t tile = tile_refs<Elem>::tile;
   constexpr std::size_t max_blocks = R::scale_block != 0 ? attention_max_head_dim / R::scale_block : 1;
   const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
   const std::size_t padded = attention_padded_dim(dim);
@@ -217,82 +242,74 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   alignas(32) float weights[max_blocks][tile * N];
 
   const std::size_t vector_lines = (units * sizeof(typename Elem::unit) + 63) / 64;
-  for (std::uint64_t pos = task.begin; pos < task.end;) {
-    const auto run = kv.contiguous(layer, task.kv_head, pos, task.end);
-    // The run after this one (another page when paged): its first tile is prefetched
-    // during this run's last tile.
-    const auto next_run = pos + run.tokens < task.end ? kv.contiguous(layer, task.kv_head, pos + run.tokens, task.end)
-                                                      : decltype(run){run.keys, run.values, 0};
-    for (std::size_t t0 = 0; t0 < run.tokens; t0 += tile) {
-      const std::size_t count = std::min(tile, run.tokens - t0);
-      const std::size_t count8 = (count + 7) / 8 * 8;
+  tile_refs<Elem> refs[2];
+  refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
+  for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
+    const tile_refs<Elem>& current = refs[which];
+    tile_refs<Elem>& next = refs[which ^ 1];
+    next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
+    const std::size_t count = current.count;
+    const std::size_t count8 = (count + 7) / 8 * 8;
+    for (std::size_t i = 0; i < count; ++i) {
       // Software prefetch of the next tile's K and V while this tile's keys are
-      // dotted: the hardware prefetchers alone leave one thread latency bound
-      // on the two interleaved K and V streams.
-      const bool next_in_run = t0 + tile < run.tokens;
-      const auto* next_keys = next_in_run ? run.keys + (t0 + tile) * units : next_run.keys;
-      const auto* next_values = next_in_run ? run.values + (t0 + tile) * units : next_run.values;
-      const std::size_t next_count =
-          next_in_run ? std::min(tile, run.tokens - t0 - tile) : std::min(tile, next_run.tokens);
-      for (std::size_t i = 0; i < count; ++i) {
-        if (i < next_count) {
-          const char* k = reinterpret_cast<const char*>(next_keys + i * units);
-          const char* v = reinterpret_cast<const char*>(next_values + i * units);
-          for (std::size_t line = 0; line < vector_lines; ++line) {
-            _mm_prefetch(k + 64 * line, _MM_HINT_T0);
-            _mm_prefetch(v + 64 * line, _MM_HINT_T0);
-          }
-        }
-        float dots[4];
-        dot_keys<N, Elem>(q, run.keys + (t0 + i) * units, width, dots);
-        for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;
-      }
-      if (transform) {
-        for (int n = 0; n < N; ++n)
-          for (std::size_t i = 0; i < count; ++i)
-            logits[n][i] = transform_logit(p, logits[n][i], task.first_query_head + first + n, pos + t0 + i,
-                                           task.query_pos);
-      }
-      for (int n = 0; n < N; ++n) {
-        std::fill(logits[n] + count, logits[n] + count8, -std::numeric_limits<float>::infinity());
-        __m256 m = _mm256_load_ps(logits[n]);
-        for (std::size_t i = 8; i < count8; i += 8) m = _mm256_max_ps(m, _mm256_load_ps(logits[n] + i));
-        const float new_max = std::max(max[n], max8(m));
-        const float correction = std::exp(max[n] - new_max);
-        const __m256 shift = _mm256_set1_ps(new_max);
-        __m256 total = _mm256_setzero_ps();
-        for (std::size_t i = 0; i < count8; i += 8) {
-          const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(logits[n] + i), shift));
-          _mm256_store_ps(logits[n] + i, e);
-          total = _mm256_add_ps(total, e);
-        }
-        sum[n] = sum[n] * correction + primitives::sum_lanes(total);
-        max[n] = new_max;
-        if (correction != 1.f) {
-          const __m256 c = _mm256_set1_ps(correction);
-          for (std::size_t j = 0; j < width; j += 8)
-            _mm256_storeu_ps(acc[n] + j, _mm256_mul_ps(_mm256_loadu_ps(acc[n] + j), c));
+      // dotted: the hardware prefetchers alone leave one thread latency bound on
+      // the interleaved K and V streams, and they stop at page-run boundaries.
+      // Into L2: the next tile would not fit L1 beside the current one.
+      if (i < next.count) {
+        const char* k = reinterpret_cast<const char*>(next.keys[i]);
+        const char* v = reinterpret_cast<const char*>(next.values[i]);
+        for (std::size_t line = 0; line < vector_lines; ++line) {
+          _mm_prefetch(k + 64 * line, _MM_HINT_T1);
+          _mm_prefetch(v + 64 * line, _MM_HINT_T1);
         }
       }
-      const typename Elem::unit* values = run.values + t0 * units;
-      if constexpr (R::scale_block != 0) {
-        for (std::size_t b = 0; b < units; ++b)
-          for (std::size_t i = 0; i < count; ++i) {
-            const float s = R::scale(values + i * units, b);
-            for (int n = 0; n < N; ++n) weights[b][i * N + n] = logits[n][i] * s;
-          }
-      } else {
-        for (std::size_t i = 0; i < count; ++i)
-          for (int n = 0; n < N; ++n) weights[0][i * N + n] = logits[n][i];
-      }
-      std::size_t c = 0;
-      for (; c + 16 <= width; c += 16) {
-        const float* w = weights[R::scale_block != 0 ? c / R::scale_block : 0];
-        accumulate_values<N, 2, Elem>(acc, values, units, count, w, c);
-      }
-      if (c < width) accumulate_values<N, 1, Elem>(acc, values, units, count, weights[0], c);
+      float dots[4];
+      dot_keys<N, Elem>(q, current.keys[i], width, dots);
+      for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;
     }
-    pos += run.tokens;
+    if (transform) {
+      for (int n = 0; n < N; ++n)
+        for (std::size_t i = 0; i < count; ++i)
+          logits[n][i] =
+              transform_logit(p, logits[n][i], task.first_query_head + first + n, pos + i, task.query_pos);
+    }
+    for (int n = 0; n < N; ++n) {
+      std::fill(logits[n] + count, logits[n] + count8, -std::numeric_limits<float>::infinity());
+      __m256 m = _mm256_load_ps(logits[n]);
+      for (std::size_t i = 8; i < count8; i += 8) m = _mm256_max_ps(m, _mm256_load_ps(logits[n] + i));
+      const float new_max = std::max(max[n], max8(m));
+      const float correction = std::exp(max[n] - new_max);
+      const __m256 shift = _mm256_set1_ps(new_max);
+      __m256 total = _mm256_setzero_ps();
+      for (std::size_t i = 0; i < count8; i += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(logits[n] + i), shift));
+        _mm256_store_ps(logits[n] + i, e);
+        total = _mm256_add_ps(total, e);
+      }
+      sum[n] = sum[n] * correction + primitives::sum_lanes(total);
+      max[n] = new_max;
+      if (correction != 1.f) {
+        const __m256 c = _mm256_set1_ps(correction);
+        for (std::size_t j = 0; j < width; j += 8)
+          _mm256_storeu_ps(acc[n] + j, _mm256_mul_ps(_mm256_loadu_ps(acc[n] + j), c));
+      }
+    }
+    if constexpr (R::scale_block != 0) {
+      for (std::size_t b = 0; b < units; ++b)
+        for (std::size_t i = 0; i < count; ++i) {
+          const float s = R::scale(current.values[i], b);
+          for (int n = 0; n < N; ++n) weights[b][i * N + n] = logits[n][i] * s;
+        }
+    } else {
+      for (std::size_t i = 0; i < count; ++i)
+        for (int n = 0; n < N; ++n) weights[0][i * N + n] = logits[n][i];
+    }
+    std::size_t c = 0;
+    for (; c + 16 <= width; c += 16) {
+      const float* w = weights[R::scale_block != 0 ? c / R::scale_block : 0];
+      accumulate_values<N, 2, Elem>(acc, current.values, count, w, c);
+    }
+    if (c < width) accumulate_values<N, 1, Elem>(acc, current.values, count, weights[0], c);
   }
   for (int n = 0; n < N; ++n) {
     acc[n][padded] = max[n];
