@@ -324,3 +324,21 @@ TEST(Rounding, NearestIntRoundsTiesToEven) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Q4_K, BulkUnpackAgreesWithPerFieldUnpack) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::uint8_t packed[12];
+    for (auto& b : packed) b = static_cast<std::uint8_t>(rng());
+    const auto all = hedge::quant::q4_k::unpack_scales_mins(packed);
+    for (std::size_t j = 0; j < 8; ++j) {
+      const auto one = hedge::quant::q4_k::unpack_scale_min(packed, j);
+      ASSERT_EQ(all.scales[j], one.scale) << j;
+      ASSERT_EQ(all.mins[j], one.min) << j;
+    }
+  }
+}
+
+}  // namespace

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -61,6 +62,24 @@ struct q4_k {
     if (j < 4) return {static_cast<std::uint8_t>(scales[j] & 63), static_cast<std::uint8_t>(scales[j + 4] & 63)};
     return {static_cast<std::uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4)),
             static_cast<std::uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))};
+  }
+
+  /// All 8 scales and 8 mins at once: each group of four 6-bit fields is
+  /// gathered with 32-bit masks and shifts (the same layout as unpack_scale_min).
+  struct scales_mins {
+    std::uint8_t scales[sub_blocks];
+    std::uint8_t mins[sub_blocks];
+  };
+  static scales_mins unpack_scales_mins(const std::uint8_t (&packed)[12]) noexcept {
+    std::uint32_t a[3];
+    std::memcpy(a, packed, sizeof a);
+    const std::uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    const std::uint32_t words[4] = {a[0] & low6, (a[2] & low4) | (((a[0] >> 6) & low2) << 4), a[1] & low6,
+                                    ((a[2] >> 4) & low4) | (((a[1] >> 6) & low2) << 4)};
+    scales_mins out;
+    std::memcpy(out.scales, words, 8);
+    std::memcpy(out.mins, words + 2, 8);
+    return out;
   }
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {

@@ -92,23 +92,6 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_0::block* w, std::size_t stride
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
 }
 
-/// The 8 six-bit scales and 8 six-bit mins of a Q4_K block as bytes s0..s7,
-/// m0..m7 (the layout drawn in q4_k.hpp, unpacked four fields at a time).
-struct q4_k_scales {
-  std::uint64_t scales;
-  std::uint64_t mins;
-};
-inline q4_k_scales unpack_q4_k_scales(const std::uint8_t (&packed)[12]) noexcept {
-  std::uint32_t a[3];
-  std::memcpy(a, packed, sizeof a);
-  const std::uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
-  const std::uint32_t s_lo = a[0] & low6;
-  const std::uint32_t m_lo = a[1] & low6;
-  const std::uint32_t s_hi = (a[2] & low4) | (((a[0] >> 6) & low2) << 4);
-  const std::uint32_t m_hi = ((a[2] >> 4) & low4) | (((a[1] >> 6) & low2) << 4);
-  return {s_lo | static_cast<std::uint64_t>(s_hi) << 32, m_lo | static_cast<std::uint64_t>(m_hi) << 32};
-}
-
 /// Q4_K weights . Q8_K activation.
 template <int R>
 HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
@@ -127,9 +110,9 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_k::block* w, std::size_t stride
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
     for (int r = 0; r < R; ++r) {
       const quant::q4_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      const q4_k_scales sm = unpack_q4_k_scales(wb.scales);
-      const __m128i scales16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sm.scales)));
-      const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sm.mins)));
+      const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
+      const __m128i scales16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.scales)));
+      const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.mins)));
       const __m256i scales = _mm256_broadcastsi128_si256(scales16);
       __m256i total = _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {
