@@ -116,7 +116,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> train_files, test_files;
   std::string dir, csv_path = "route_eval.csv", svg_path = "route_eval.svg";
   evaluation_options opt;
-  opt.fit.epochs = 3;
   std::size_t limit = 0;
   std::vector<std::string>* list = nullptr;
   for (int i = 1; i < argc; ++i) {

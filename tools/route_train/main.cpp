@@ -20,7 +20,6 @@ int main(int argc, char** argv) {
   std::string out;
   std::vector<std::string> files;
   evaluation_options opt;
-  opt.fit.epochs = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const bool value = i + 1 < argc;

@@ -288,9 +288,9 @@ class pii_detector {
     return false;
   }
   static constexpr std::size_t alpha_run(std::string_view t, std::size_t i) noexcept {
-    std::size_t n = 0;
-    while (alpha(at(t, i + n))) ++n;
-    return n;
+    std::size_t e = i;
+    while (e < t.size() && alpha(t[e])) ++e;
+    return e - i;
   }
   static constexpr std::size_t skip_spaces(std::string_view t, std::size_t p) noexcept {
     while (at(t, p) == ' ') ++p;
@@ -469,6 +469,10 @@ class pii_detector {
     std::size_t i = 0;
     while (i < t.size()) {
       const char c = t[i];
+      if (c == ' ' || c == '\n' || c == ',') {  // the commonest bytes start nothing
+        ++i;
+        continue;
+      }
       if (c == '@') {
         std::size_t start = 0;
         if (on(pii_entity::email)) {
