@@ -101,7 +101,9 @@ using Variants = ::testing::Types<
     variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
     variant<q::q4_k, hedge::arch::scalar>, variant<q::f16, hedge::arch::scalar>,
     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
-    variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>>;
+    variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>,
+    variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
+    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::bf16, hedge::arch::neon>>;
 TYPED_TEST_SUITE(Gemm, Variants);
 
 TYPED_TEST(Gemm, GgufLayoutMatchesReferences) {

@@ -74,7 +74,10 @@ using Variants = ::testing::Types<
     variant<q::f16, hedge::arch::scalar>, variant<q::bf16, hedge::arch::scalar>,
     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
     variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>,
-    variant<q::q4_0, hedge::arch::native>>;
+    variant<q::q8_0, hedge::arch::neon>, variant<q::q4_0, hedge::arch::neon>, variant<q::q4_k, hedge::arch::neon>,
+    variant<q::f32, hedge::arch::neon>, variant<q::f16, hedge::arch::neon>, variant<q::bf16, hedge::arch::neon>,
+    variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
+    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::native>>;
 TYPED_TEST_SUITE(Gemv, Variants);
 
 /// K values to test: multiples of the block, including ones that are not

@@ -1,0 +1,204 @@
+// hedge/kernels/matmul/neon_gemv.hpp: AArch64 GEMV row kernels, y[r] = <w.row(r), x>,
+// in two arch variants, each tiles 4 rows (then 1) as the AVX2 kernels do:
+//
+//   arch::neon          Advanced SIMD only: int8 products with smull/smull2
+//                       (int16) and sadalp (pairwise into int32)
+//   arch::neon_dotprod  ARMv8.2 dot product: sdot multiplies 4 int8 pairs and
+//                       adds them into each int32 lane, 16 products per instruction
+//
+// sdot is signed x signed, so Q4_0 subtracts 8 from the nibbles (no offset
+// trick needed) and Q4_K's unsigned nibbles (<= 15) are valid signed bytes.
+// The dotprod functions carry a target attribute, so a baseline armv8-a
+// build contains them and they run where the CPU has the extension.
+// Float formats are the same in both variants: fp16 via fcvtl, bf16 via a
+// 16-bit shift, fmla into 4 lanes.
+#pragma once
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
+
+#if defined(__ARM_FEATURE_DOTPROD)
+#define HEDGE_DOTPROD_TARGET
+#elif defined(__clang__)
+#define HEDGE_DOTPROD_TARGET __attribute__((target("dotprod")))
+#else
+#define HEDGE_DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+
+namespace hedge::kernels::matmul {
+
+namespace neon {
+
+/// Dot products of two 16-byte int8 vectors, 4 products per int32 lane added to acc.
+inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
+  const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+  const int16x8_t hi = vmull_high_s8(a, b);
+  return vpadalq_s16(vpadalq_s16(acc, lo), hi);
+}
+
+/// The 32 values of a Q4_0 block as signed int8 (n - 8): [0..15] and [16..31].
+inline int8x16x2_t q4_0_values(const std::uint8_t* qs) noexcept {
+  const uint8x16_t packed = vld1q_u8(qs);
+  const int8x16_t eight = vdupq_n_s8(8);
+  return {{vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), eight),
+           vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), eight)}};
+}
+
+/// 4 consecutive fp16 / bf16 / f32 values as floats.
+inline float32x4_t load4(const hedge::f16* p) noexcept {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
+}
+inline float32x4_t load4(const hedge::bf16* p) noexcept {
+  return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)), 16));
+}
+inline float32x4_t load4(const float* p) noexcept { return vld1q_f32(p); }
+
+/// Q8_0 / Q4_0 weights . Q8_0 activation with the int8 dot product `Dot`.
+template <int R, class Dot, class Block>
+inline void q8_tile(const Block* w, std::size_t stride, const quant::q8_0::block* x, std::size_t blocks, float* y,
+                    Dot dot) noexcept {
+  float32x4_t acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.f);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int8x16_t x0 = vld1q_s8(x[b].qs), x1 = vld1q_s8(x[b].qs + 16);
+    const float dx = f16_to_f32(x[b].d);
+    for (int r = 0; r < R; ++r) {
+      const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      int8x16x2_t values;
+      if constexpr (std::is_same_v<Block, quant::q4_0::block>) {
+        values = q4_0_values(wb.qs);
+      } else {
+        values = {{vld1q_s8(wb.qs), vld1q_s8(wb.qs + 16)}};
+      }
+      const int32x4_t sums = dot(dot(vdupq_n_s32(0), values.val[0], x0), values.val[1], x1);
+      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(sums), vdupq_n_f32(f16_to_f32(wb.d) * dx));
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]);
+}
+
+/// Q4_K weights . Q8_K activation with the int8 dot product `Dot`.
+template <int R, class Dot>
+inline void q4_k_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+                      std::size_t blocks, float* y, Dot dot) noexcept {
+  float32x4_t acc[R];
+  float acc_min[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = vdupq_n_f32(0.f);
+    acc_min[r] = 0.f;
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const quant::q8_k::block& xb = x[b];
+    // Sums of the activation over each 32-element sub-block.
+    const int16x8_t sub_sums = vpaddq_s16(vld1q_s16(xb.bsums), vld1q_s16(xb.bsums + 8));
+    for (int r = 0; r < R; ++r) {
+      const quant::q4_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
+      int32x4_t total = vdupq_n_s32(0);
+      for (int g = 0; g < 4; ++g) {
+        const uint8x16_t qa = vld1q_u8(wb.qs + 32 * g), qb = vld1q_u8(wb.qs + 32 * g + 16);
+        const std::int8_t* xq = xb.qs + 64 * g;
+        const uint8x16_t low4 = vdupq_n_u8(0x0F);
+        int32x4_t lo = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(qa, low4)), vld1q_s8(xq));
+        lo = dot(lo, vreinterpretq_s8_u8(vandq_u8(qb, low4)), vld1q_s8(xq + 16));
+        int32x4_t hi = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(qa, 4)), vld1q_s8(xq + 32));
+        hi = dot(hi, vreinterpretq_s8_u8(vshrq_n_u8(qb, 4)), vld1q_s8(xq + 48));
+        total = vmlaq_n_s32(total, lo, sm.scales[2 * g]);
+        total = vmlaq_n_s32(total, hi, sm.scales[2 * g + 1]);
+      }
+      const int16x8_t mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sm.mins)));
+      const std::int32_t min_sum = vaddvq_s32(vaddq_s32(vmull_s16(vget_low_s16(mins), vget_low_s16(sub_sums)),
+                                                        vmull_high_s16(mins, sub_sums)));
+      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(total), vdupq_n_f32(f16_to_f32(wb.d) * xb.d));
+      acc_min[r] += f16_to_f32(wb.dmin) * xb.d * static_cast<float>(min_sum);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]) - acc_min[r];
+}
+
+/// F32 / F16 / BF16 weights . F32 activation; any length.
+template <int R, class Element>
+inline void float_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements, float* y) noexcept {
+  float32x4_t acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.f);
+  std::size_t k = 0;
+  for (; k + 4 <= elements; k += 4) {
+    const float32x4_t xv = vld1q_f32(x + k);
+    for (int r = 0; r < R; ++r) acc[r] = vfmaq_f32(acc[r], load4(w + static_cast<std::size_t>(r) * stride + k), xv);
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = vaddvq_f32(acc[r]);
+    for (std::size_t t = k; t < elements; ++t) sum += matmul::to_float(w[static_cast<std::size_t>(r) * stride + t]) * x[t];
+    y[r] = sum;
+  }
+}
+
+struct smull_dot {
+  int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept { return dot_s8(acc, a, b); }
+};
+struct sdot_dot {
+  HEDGE_DOTPROD_TARGET int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept {
+    return vdotq_s32(acc, a, b);
+  }
+};
+
+/// The row tile for weight block type `Block` with dot product `Dot`.
+template <int R, class Dot>
+inline void tile(const quant::q8_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
+  q8_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot>
+inline void tile(const quant::q4_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
+  q8_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot>
+inline void tile(const quant::q4_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
+  q4_k_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot, class Element>
+inline void tile(const Element* w, std::size_t s, const float* x, std::size_t n, float* y) noexcept {
+  float_tile<R>(w, s, x, n, y);
+}
+
+template <class Dot, class WeightBlock, class Activation>
+inline void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, float* y) noexcept {
+  std::size_t r = 0;
+  for (; r + 4 <= w.rows(); r += 4) tile<4, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+  for (; r < w.rows(); ++r) tile<1, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+}
+
+}  // namespace neon
+
+template <class W>
+concept neon_gemv_format = std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> ||
+                           std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::f32> ||
+                           std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>;
+
+/// NEON overloads: chosen for arch::neon, and arch::neon_dotprod (and tags derived from them).
+template <neon_gemv_format W>
+void gemv_rows(arch::neon, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,
+               float* y) noexcept {
+  neon::gemv_rows<neon::smull_dot>(w, x, y);
+}
+template <neon_gemv_format W>
+HEDGE_DOTPROD_TARGET void gemv_rows(arch::neon_dotprod, W, matrix_view<const typename W::block> w,
+                                    const typename W::activation::block* x, float* y) noexcept {
+  neon::gemv_rows<neon::sdot_dot>(w, x, y);
+}
+
+}  // namespace hedge::kernels::matmul
+
+#endif
