@@ -113,6 +113,10 @@ void register_format() {
     register_variant<W, hedge::arch::avx2, layout::gguf>(m);
     register_variant<W, hedge::arch::avx2, layout::rowwise>(m);
 #endif
+#if defined(__aarch64__)
+    register_variant<W, hedge::arch::neon_dotprod, layout::gguf>(m);
+    register_variant<W, hedge::arch::neon_dotprod, layout::rowwise>(m);
+#endif
     // The scalar reference takes seconds per call at 512 rows: 64 rows show it.
     if (m == 64) register_variant<W, hedge::arch::scalar, layout::gguf>(m);
   }

@@ -146,6 +146,10 @@ void register_format() {
   if constexpr (hedge::kernels::Interleavable<W>) register_variant<W, hedge::arch::avx2, true>();
   register_variant<W, hedge::arch::avx2>();
 #endif
+#if defined(__aarch64__)
+  register_variant<W, hedge::arch::neon_dotprod>();
+  register_variant<W, hedge::arch::neon>();
+#endif
   register_variant<W, hedge::arch::scalar>();
 }
 
