@@ -28,8 +28,7 @@ constexpr double tolerance = 2e-5;
 
 template <class Elem>
 class DecodeAttention : public ::testing::Test {};
-using elements = ::testing::Types<hedge::kv_f32, hedge::kv_f16, hedge::kv_bf16, hedge::kv_q8_0>;
-TYPED_TEST_SUITE(DecodeAttention, elements);
+TYPED_TEST_SUITE(DecodeAttention, hedge::test::kv_elements);
 
 // Runs decode with every arch variant this CPU supports and checks each against the reference.
 template <class Elem>
@@ -82,12 +81,9 @@ TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
 TYPED_TEST(DecodeAttention, LongContext8192Paged) {
   using Elem = TypeParam;
   std::mt19937 rng(7);
-  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 128}, kv_config{1, 8192, 32, 0, 0});
-  ASSERT_TRUE(cache);
-  auto seq = *cache->create();
-  hedge::test::append_random(*cache, seq, 8192, rng);
+  const auto filled = hedge::test::make_filled_sequence<Elem>({1, 2, 128}, kv_config{1, 8192, 32, 0, 0}, 8192, rng);
   const auto q = hedge::test::random_floats(8 * 128, rng);
-  check_against_reference(*cache->view(seq), 0, q, {1.f / std::sqrt(128.f)}, 2, "context 8192");
+  check_against_reference(filled.view(), 0, q, {1.f / std::sqrt(128.f)}, 2, "context 8192");
 }
 
 TYPED_TEST(DecodeAttention, AfterTruncateAndFork) {
@@ -110,11 +106,9 @@ TYPED_TEST(DecodeAttention, AfterTruncateAndFork) {
 TYPED_TEST(DecodeAttention, SoftcapAlibiAndSlidingWindow) {
   using Elem = TypeParam;
   std::mt19937 rng(11);
-  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 64}, kv_config{1, 160, 16, 0, 100});
-  ASSERT_TRUE(cache);
-  auto seq = *cache->create();
-  hedge::test::append_random(*cache, seq, 517, rng);  // wraps the ring three times
-  const auto view = *cache->view(seq);
+  // 517 positions wrap the 160-token ring three times.
+  const auto filled = hedge::test::make_filled_sequence<Elem>({1, 2, 64}, kv_config{1, 160, 16, 0, 100}, 517, rng);
+  const auto view = filled.view();
   ASSERT_EQ(view.begin(), 417u);
   const auto q = hedge::test::random_floats(8 * 64, rng, 3.f);
   const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
@@ -126,11 +120,8 @@ TYPED_TEST(DecodeAttention, SoftcapAlibiAndSlidingWindow) {
 TYPED_TEST(DecodeAttention, AnySplitCountGivesTheSameOutput) {
   using Elem = TypeParam;
   std::mt19937 rng(5);
-  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 1, 128}, kv_config{1, 3000, 16, 0, 0});
-  ASSERT_TRUE(cache);
-  auto seq = *cache->create();
-  hedge::test::append_random(*cache, seq, 2999, rng);
-  const auto view = *cache->view(seq);
+  const auto filled = hedge::test::make_filled_sequence<Elem>({1, 1, 128}, kv_config{1, 3000, 16, 0, 0}, 2999, rng);
+  const auto view = filled.view();
   const auto q = hedge::test::random_floats(4 * 128, rng);
   std::vector<float> one(q.size()), split(q.size()), workspace(hedge::decode_workspace_floats(4, 128, 64));
   hedge::exec::thread_pool pool(2);
@@ -163,12 +154,10 @@ TEST(DecodeAttentionLayouts, PagedAndContiguousGiveTheSameOutput) {
 }
 
 TEST(DecodeAttentionErrors, ShapeWorkspaceLayerAndHeadDim) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({1, 2, 64}, kv_config{1, 16, 0, 0, 0});
-  ASSERT_TRUE(cache);
-  auto seq = *cache->create();
   std::mt19937 rng(1);
-  hedge::test::append_random(*cache, seq, 4, rng);
-  const auto view = *cache->view(seq);
+  const auto filled =
+      hedge::test::make_filled_sequence<hedge::kv_f32>({1, 2, 64}, kv_config{1, 16, 0, 0, 0}, 4, rng);
+  const auto view = filled.view();
   std::vector<float> q(3 * 64), out(3 * 64), workspace(1000);
   EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
   q.resize(4 * 64);

@@ -21,8 +21,7 @@ constexpr double tolerance = 2e-5;
 
 template <class Elem>
 class PrefillAttention : public ::testing::Test {};
-using elements = ::testing::Types<hedge::kv_f32, hedge::kv_f16, hedge::kv_bf16, hedge::kv_q8_0>;
-TYPED_TEST_SUITE(PrefillAttention, elements);
+TYPED_TEST_SUITE(PrefillAttention, hedge::test::kv_elements);
 
 template <class Elem, class Exec>
 void check_prefill(const hedge::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
@@ -82,19 +81,16 @@ TYPED_TEST(PrefillAttention, SlidingWindowSoftcapAlibi) {
   using Elem = TypeParam;
   std::mt19937 rng(23);
   hedge::exec::serial serial;
-  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 1, 64}, kv_config{1, 256, 16, 0, 50});
-  ASSERT_TRUE(cache);
-  auto seq = *cache->create();
-  hedge::test::append_random(*cache, seq, 300, rng);
+  const auto filled = hedge::test::make_filled_sequence<Elem>({1, 1, 64}, kv_config{1, 256, 16, 0, 50}, 300, rng);
   const std::size_t tokens = 120;  // needs keys from 300 - 120 - 49 = 131 on: still in the 256-token ring
   const auto q = hedge::test::random_floats(tokens * 4 * 64, rng, 2.f);
   const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
-  check_prefill(*cache->view(seq), 0, tokens, q, {0.125f}, serial, "window");
-  check_prefill(*cache->view(seq), 0, tokens, q, {0.125f, 4.f}, serial, "window softcap");
-  check_prefill(*cache->view(seq), 0, tokens, q, {0.125f, 0.f, slopes}, serial, "window alibi");
+  check_prefill(filled.view(), 0, tokens, q, {0.125f}, serial, "window");
+  check_prefill(filled.view(), 0, tokens, q, {0.125f, 4.f}, serial, "window softcap");
+  check_prefill(filled.view(), 0, tokens, q, {0.125f, 0.f, slopes}, serial, "window alibi");
   // A block reaching back past the ring is an error, not garbage.
   std::vector<float> big(250 * 4 * 64), out(big.size()), workspace(hedge::prefill_workspace_floats(4, 1, 64, 1));
-  EXPECT_EQ(hedge::prefill_attention(*cache->view(seq), 0, 250, big, out, {0.125f}, workspace).error().code(),
+  EXPECT_EQ(hedge::prefill_attention(filled.view(), 0, 250, big, out, {0.125f}, workspace).error().code(),
             hedge::errc::out_of_range);
 }
 

@@ -16,6 +16,9 @@
 
 namespace hedge::test {
 
+/// Every built-in KV element format, for typed tests.
+using kv_elements = ::testing::Types<kv_f32, kv_f16, kv_bf16, kv_q8_0>;
+
 /// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double over key positions
 /// [key_begin, key_end) (K/V decoded with the element's own decode, so only the
 /// attention math is checked); query_pos is the query's position (ALiBi).
@@ -85,6 +88,24 @@ void append_random(Cache& cache, kv_seq seq, std::size_t tokens, std::mt19937& r
       ASSERT_TRUE(cache.write(seq, layer, *pos, k, v));
     }
   }
+}
+
+/// A heap cache holding one sequence of `tokens` random positions (the common test set-up).
+template <class Elem>
+struct filled_sequence {
+  kv_cache<kv_dynamic_shape, Elem> cache;
+  kv_seq seq;
+  kv_sequence_view<Elem> view() const { return *cache.view(seq); }
+};
+template <class Elem>
+filled_sequence<Elem> make_filled_sequence(kv_dynamic_shape shape, kv_config config, std::size_t tokens,
+                                           std::mt19937& rng) {
+  auto cache = kv_cache<kv_dynamic_shape, Elem>::make(shape, config);
+  EXPECT_TRUE(cache) << cache.error().c_str();
+  filled_sequence<Elem> filled{std::move(*cache), {}};
+  filled.seq = *filled.cache.create();
+  append_random(filled.cache, filled.seq, tokens, rng);
+  return filled;
 }
 
 }  // namespace hedge::test
