@@ -35,14 +35,15 @@ namespace hedge {
 namespace prefill_avx2 {
 
 /// C[R x 16] (+)= A[R x k] B[k x 16]; A, B, C row-major with leading dimensions.
-/// \tparam R rows of C (1..4), each two 8-float accumulators
-template <int R>
+/// \tparam R          rows of C (1..4), each two 8-float accumulators
+/// \tparam Accumulate add to C (true) or overwrite it; a template argument so the
+///                    accumulators stay in registers (a run-time flag made GCC spill them)
+template <int R, bool Accumulate>
 HEDGE_AVX2_TARGET inline void micro_4x16(const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                          std::size_t k, float* c, std::size_t ldc, bool accumulate) noexcept {
+                                          std::size_t k, float* c, std::size_t ldc) noexcept {
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 2; ++v)
-      acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * v) : _mm256_setzero_ps();
+    for (int v = 0; v < 2; ++v) acc[r][v] = Accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * v) : _mm256_setzero_ps();
   for (std::size_t kk = 0; kk < k; ++kk) {
     const __m256 b0 = _mm256_loadu_ps(b + kk * ldb), b1 = _mm256_loadu_ps(b + kk * ldb + 8);
     for (int r = 0; r < R; ++r) {
@@ -56,18 +57,19 @@ HEDGE_AVX2_TARGET inline void micro_4x16(const float* a, std::size_t lda, const 
 }
 
 /// C[rows x cols] (+)= A B with cols a multiple of 16.
+/// \tparam Accumulate add to C (true) or overwrite it
+template <bool Accumulate>
 HEDGE_AVX2_TARGET inline void gemm(const float* a, std::size_t lda, const float* b, std::size_t ldb, std::size_t k,
-                                   float* c, std::size_t ldc, std::size_t rows, std::size_t cols,
-                                   bool accumulate) noexcept {
+                                   float* c, std::size_t ldc, std::size_t rows, std::size_t cols) noexcept {
   for (std::size_t r = 0; r < rows; r += 4) {
     for (std::size_t j = 0; j < cols; j += 16) {
       const float* ar = a + r * lda;
       float* cr = c + r * ldc + j;
       switch (std::min<std::size_t>(4, rows - r)) {
-        case 4: micro_4x16<4>(ar, lda, b + j, ldb, k, cr, ldc, accumulate); break;
-        case 3: micro_4x16<3>(ar, lda, b + j, ldb, k, cr, ldc, accumulate); break;
-        case 2: micro_4x16<2>(ar, lda, b + j, ldb, k, cr, ldc, accumulate); break;
-        default: micro_4x16<1>(ar, lda, b + j, ldb, k, cr, ldc, accumulate); break;
+        case 4: micro_4x16<4, Accumulate>(ar, lda, b + j, ldb, k, cr, ldc); break;
+        case 3: micro_4x16<3, Accumulate>(ar, lda, b + j, ldb, k, cr, ldc); break;
+        case 2: micro_4x16<2, Accumulate>(ar, lda, b + j, ldb, k, cr, ldc); break;
+        default: micro_4x16<1, Accumulate>(ar, lda, b + j, ldb, k, cr, ldc); break;
       }
     }
   }
@@ -132,20 +134,29 @@ HEDGE_AVX2_TARGET void tile(const kv_sequence_view<Elem>& kv, std::size_t layer,
       pos += run.tokens;
     }
     for (std::size_t c = 0; c < padded; ++c) std::fill(kt + c * bk + count, kt + c * bk + cols, 0.f);
-    gemm(qs, padded, kt, bk, padded, s, bk, rows, cols, false);
+    gemm<false>(qs, padded, kt, bk, padded, s, bk, rows, cols);
+    // Tiles below the diagonal and inside every row's window need no mask (most of them).
+    const bool unmasked = !transform && count == cols && k0 + count <= first_query + 1 &&
+                          k0 >= prefill_first_key(last_query, kv.window());
     for (std::size_t r = 0; r < rows; ++r) {
       const std::uint64_t query = t.first_pos + t.token_begin + r / group;
       const std::uint64_t lowest = prefill_first_key(query, kv.window());
       float* sr = s + r * bk;
       float row_max = minus_inf;
-      for (std::size_t j = 0; j < cols; ++j) {
-        const std::uint64_t key = k0 + j;
-        if (j >= count || key > query || key < lowest) {
-          sr[j] = minus_inf;
-          continue;
+      if (unmasked) {
+        __m256 m = _mm256_loadu_ps(sr);
+        for (std::size_t j = 8; j < cols; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sr + j));
+        row_max = attention_avx2::max8(m);
+      } else {
+        for (std::size_t j = 0; j < cols; ++j) {
+          const std::uint64_t key = k0 + j;
+          if (j >= count || key > query || key < lowest) {
+            sr[j] = minus_inf;
+            continue;
+          }
+          if (transform) sr[j] = transform_logit(p, sr[j], t.kv_head * group + r % group, key, query);
+          row_max = std::max(row_max, sr[j]);
         }
-        if (transform) sr[j] = transform_logit(p, sr[j], t.kv_head * group + r % group, key, query);
-        row_max = std::max(row_max, sr[j]);
       }
       const float new_max = std::max(m[r], row_max);
       if (new_max == minus_inf) {  // nothing visible yet for this row
@@ -168,7 +179,7 @@ HEDGE_AVX2_TARGET void tile(const kv_sequence_view<Elem>& kv, std::size_t layer,
           _mm256_storeu_ps(o + r * padded + c, _mm256_mul_ps(_mm256_loadu_ps(o + r * padded + c), cv));
       }
     }
-    gemm(s, bk, v, padded, count, o, padded, rows, padded, true);
+    gemm<true>(s, bk, v, padded, count, o, padded, rows, padded);
   }
   for (std::size_t r = 0; r < rows; ++r) {
     float* dst = t.out + ((t.token_begin + r / group) * t.q_heads + t.kv_head * group + r % group) * dim;
