@@ -5,7 +5,8 @@
 // `<kernel>/<variant>/<case...>` where the variant is the first segment naming
 // an arch tag (optionally `_suffix`), `<family>/bandwidth` entries carry the
 // bandwidth a family was compared to, and counters are bytes_per_second,
-// bw_fraction, GFLOPs and read_bw. With --benchmark_repetitions the median
+// bw_fraction, GFLOPs and read_bw. Benchmarks named otherwise are listed
+// with the variant "-". With --benchmark_repetitions the median
 // aggregate is used; without, the single run.
 #pragma once
 
@@ -199,18 +200,21 @@ class report_builder {
       }
       return;
     }
+    if (segments.empty()) return;
     const auto variant = std::find_if(segments.begin(), segments.end(), [](const std::string& s) { return is_variant(s); });
-    if (variant == segments.end()) return;  // not a hedge-convention benchmark
-    const std::size_t at = std::size_t(variant - segments.begin());
-    auto& k = kernel(join(segments, 0, at));
-    const std::string case_name = join(segments, at + 1, segments.size());
+    // A benchmark without an arch segment (e.g. router overhead) is its own
+    // case, `<kernel>/<case>`, with the single variant "-".
+    const bool has_variant = variant != segments.end();
+    const std::size_t at = has_variant ? std::size_t(variant - segments.begin()) : segments.size() - 1;
+    auto& k = kernel(at == 0 ? segments[0] : join(segments, 0, at));
+    const std::string case_name = at == 0 ? std::string("-") : join(segments, has_variant ? at + 1 : at, segments.size());
     auto c = std::find_if(k.cases.begin(), k.cases.end(), [&](const case_results& r) { return r.name == case_name; });
     if (c == k.cases.end()) {
       k.cases.push_back({case_name, {}});
       c = k.cases.end() - 1;
     }
     variant_result r;
-    r.variant = *variant;
+    r.variant = has_variant ? *variant : "-";
     r.time_us = to_microseconds(number_field(entry, "real_time").value_or(0.0), entry.value("time_unit", "ns"));
     r.bytes_per_second = number_field(entry, "bytes_per_second");
     r.bw_fraction = number_field(entry, "bw_fraction");
