@@ -1,6 +1,6 @@
 // hedge/route/complexity_features.hpp: prompt features for the learned complexity scorer.
 //
-// One pass over the bytes, no allocation, no stored token list:
+// Two passes over the bytes (characters, then words), no allocation, no stored token list:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
 //     group words: lower-cased word unigrams and adjacent-word bigrams
@@ -10,7 +10,7 @@
 //     question marks, lines, mean word length, LaTeX markers, numbers.
 // A linear model scores a prompt as bias + dense . w_dense + (sum of bucket weights of
 // each group) / sqrt(occurrences in that group): the normalisation keeps long and
-// short prompts on one scale, and can be applied after the pass, so scoring needs no
+// short prompts on one scale, and can be applied at the end, so scoring needs no
 // feature vector at all.
 #pragma once
 
@@ -48,7 +48,7 @@ inline constexpr std::array<std::string_view, dense_feature_count> dense_feature
 enum class hashed_group : std::uint8_t { words, chars };
 inline constexpr std::size_t hashed_group_count = 2;
 
-/// What one pass produces besides the hashed features it reported.
+/// What extraction produces besides the hashed features it reported.
 struct feature_summary {
   std::array<float, dense_feature_count> dense{};
   /// Occurrences reported per hashed group (for the 1/sqrt(n) normalisation).
@@ -74,9 +74,11 @@ constexpr std::uint32_t mix32(std::uint32_t h) noexcept {
 }
 
 /// Per-byte class, one table load per byte instead of a chain of comparisons:
-/// low 3 bits = counter category, bit 3 = word byte, bits 8.. = folded byte (0 for separators).
+/// low 3 bits = counter category, bit 3 = word byte, bit 4 = word byte that is not a digit,
+/// bits 8.. = folded byte (lower case; ' ' for every separator).
 enum byte_category : std::uint8_t { other, digit, upper, math, code, latex, question, newline, category_count };
 inline constexpr std::uint16_t word_bit = 8;
+inline constexpr std::uint16_t non_digit_bit = 16;
 
 constexpr std::array<std::uint16_t, 256> make_byte_classes() noexcept {
   std::array<std::uint16_t, 256> t{};
@@ -92,14 +94,15 @@ constexpr std::array<std::uint16_t, 256> make_byte_classes() noexcept {
     else if (c == '\n') category = newline;
     const bool word = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
     const unsigned folded = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
-    t[c] = static_cast<std::uint16_t>(category | (word ? word_bit : 0) | (word ? folded << 8 : 0));
+    const unsigned non_digit = word && !(c >= '0' && c <= '9') ? non_digit_bit : 0;
+    t[c] = static_cast<std::uint16_t>(category | (word ? word_bit : 0) | non_digit | (word ? folded : ' ') << 8);
   }
   return t;
 }
 inline constexpr std::array<std::uint16_t, 256> byte_classes = make_byte_classes();
 }  // namespace detail
 
-/// Extracts complexity features in one pass.
+/// Extracts complexity features in two passes over the bytes (no allocation).
 /// \tparam Buckets number of hash buckets (a power of two)
 template <std::size_t Buckets>
 class complexity_features {
@@ -121,50 +124,52 @@ class complexity_features {
   static feature_summary extract(std::string_view text, Visitor&& visit) noexcept {
     constexpr std::uint32_t mask = static_cast<std::uint32_t>(Buckets - 1);
     feature_summary s;
-    // Category counts as eight 8-bit lanes of one integer (flushed every 255 bytes): one
-    // add per byte instead of a read-modify-write of a counter array.
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t size = text.size();
+
+    // Pass 1: byte categories and character 4-grams. Two short loops with few live values
+    // run faster than one loop doing everything (the passes are instruction-bound).
+    // Category counts are eight 8-bit lanes of one integer, flushed every 255 bytes.
     std::array<std::uint32_t, detail::category_count> counts{};
-    std::uint64_t lanes = 0;
-    std::uint32_t lane_bytes = 0;
-    std::uint32_t words = 0, word_bytes = 0, numbers = 0;
-    std::uint32_t word_hash = 0, prev_word = 0;
-    bool in_word = false, word_numeric = true;
     std::uint32_t gram = 0;  // last four folded bytes; a run of separators counts as one space
     std::uint32_t gram_len = 0;
+    for (std::size_t chunk = 0; chunk < size; chunk += 255) {
+      const std::size_t end = size - chunk < 255 ? size : chunk + 255;
+      std::uint64_t lanes = 0;
+      for (std::size_t k = chunk; k < end; ++k) {
+        const std::uint16_t cls = detail::byte_classes[bytes[k]];
+        lanes += std::uint64_t{1} << (8u * (cls & 7u));
+        const std::uint32_t folded = cls >> 8;
+        if (folded == ' ' && (gram & 0xffu) == ' ') continue;  // collapse separator runs
+        gram = (gram << 8) | folded;
+        // Fibonacci hashing (Knuth): one multiply per byte.
+        if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - bucket_bits));
+      }
+      for (std::size_t c = 0; c < detail::category_count; ++c) counts[c] += (lanes >> (8 * c)) & 0xffu;
+    }
 
-    const auto end_word = [&]() noexcept {
-      const std::uint32_t h = detail::mix32(word_hash);
+    // Pass 2: words (maximal runs of letters, digits and non-ASCII bytes), unigrams and bigrams.
+    std::uint32_t words = 0, word_bytes = 0, numbers = 0, prev_word = 0;
+    for (std::size_t k = 0;;) {
+      while (k < size && !(detail::byte_classes[bytes[k]] & detail::word_bit)) ++k;
+      if (k == size) break;
+      const std::size_t start = k;
+      std::uint32_t hash = 0;  // rotate-xor per byte, mixed at the end of the word
+      std::uint16_t seen = 0;
+      for (; k < size; ++k) {
+        const std::uint16_t cls = detail::byte_classes[bytes[k]];
+        if (!(cls & detail::word_bit)) break;
+        hash = ((hash << 5) | (hash >> 27)) ^ (cls >> 8);
+        seen |= cls;
+      }
+      const std::uint32_t h = detail::mix32(hash);
       visit(hashed_group::words, h & mask);
       if (words > 0) visit(hashed_group::words, detail::mix32(prev_word * 0x9e3779b1u + h) & mask);
       prev_word = h;
       ++words;
-      numbers += word_numeric ? 1 : 0;
-      word_hash = 0;
-      in_word = false;
-      word_numeric = true;
-    };
-
-    for (char raw : text) {
-      const std::uint16_t cls = detail::byte_classes[static_cast<unsigned char>(raw)];
-      lanes += std::uint64_t{1} << (8u * (cls & 7u));
-      if (++lane_bytes == 255) flush_lanes(lanes, lane_bytes, counts);
-      std::uint32_t folded = ' ';
-      if (cls & detail::word_bit) {
-        folded = cls >> 8;
-        word_hash = ((word_hash << 5) | (word_hash >> 27)) ^ folded;  // rotate-xor; mixed at word end
-        word_numeric = word_numeric && (cls & 7u) == detail::digit;
-        in_word = true;
-        ++word_bytes;
-      } else {
-        if (in_word) end_word();
-        if ((gram & 0xffu) == ' ') continue;  // collapse separator runs
-      }
-      // Character 4-grams, Fibonacci hashing (Knuth): one multiply per byte.
-      gram = (gram << 8) | folded;
-      if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - bucket_bits));
+      word_bytes += static_cast<std::uint32_t>(k - start);
+      numbers += (seen & detail::non_digit_bit) ? 0 : 1;
     }
-    if (in_word) end_word();
-    flush_lanes(lanes, lane_bytes, counts);
     const std::uint32_t digits = counts[detail::digit], math = counts[detail::math], upper = counts[detail::upper],
                         code = counts[detail::code], questions = counts[detail::question],
                         lines = counts[detail::newline] + 1, latex = counts[detail::latex];
@@ -190,13 +195,6 @@ class complexity_features {
     return s;
   }
 
- private:
-  static void flush_lanes(std::uint64_t& lanes, std::uint32_t& bytes,
-                          std::array<std::uint32_t, detail::category_count>& counts) noexcept {
-    for (std::size_t k = 0; k < detail::category_count; ++k) counts[k] += (lanes >> (8 * k)) & 0xffu;
-    lanes = 0;
-    bytes = 0;
-  }
 };
 
 }  // namespace hedge::route

@@ -1,9 +1,10 @@
 // hedge/route/complexity_model.hpp: the learned complexity scorer (a logistic model over
 // complexity_features) and its weights file.
 //
-// The model predicts the probability that routing the prompt to the cloud pays off
-// (by default: the edge model answers wrongly, see tools/route_train). Scoring is one
-// feature pass that sums weights as it goes: no feature vector, no allocation.
+// The model predicts the probability that routing the prompt to the cloud pays off (as
+// trained by hedge-route-train: only the cloud model answers correctly -> 1, both or
+// neither -> 0.5, only the edge -> 0). Scoring runs the feature extraction and sums
+// weights as it goes: no feature vector, no allocation.
 //
 // Weights file (text, one record per line, '#' starts a comment line):
 //
