@@ -1,16 +1,16 @@
 // Decode attention: 32 query heads over 8 KV heads (GQA group 4), head_dim 128,
 // context 512 / 4096 / 16384, f16 and q8_0 KV, 1 and all threads.
 //
-//   attention_decode/<elem>/<arch>[_paged16]/ctx<n>_q32_kv8_d128/cold/threads:<t>
+//   attention_decode/<elem>/<arch>[_paged<p>]/ctx<n>_q32_kv8_d128/cold/threads:<t>
 //
 // Bytes per iteration are the K and V bytes of one layer of the sequence (what
 // decode must stream); `bw_fraction` compares them with the read bandwidth
 // measured in this binary. "cold": the cache holds enough layers (each one
 // sequence's K/V for one layer) that cycling through them exceeds twice the
 // LLC, so every iteration streams from DRAM, as a real model's layers do.
-// `avx2` uses a contiguous cache (one page per sequence), `avx2_paged16` pages
-// of 16 tokens taken alternately by two sequences, so pages are not adjacent:
-// their ratio is the paging overhead.
+// `avx2` uses a contiguous cache (one page per sequence), `avx2_paged16` and
+// `avx2_paged64` pages of 16 (vLLM's default) and 64 tokens taken alternately by
+// two sequences, so pages are not adjacent: their ratio is the paging overhead.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -102,8 +102,9 @@ void register_element() {
   if (!Arch::supported()) return;
   hb::begin_family("attention_decode/" + std::string(Elem::name));
   for (std::size_t context : {512, 4096, 16384}) {
-    for (std::size_t page_tokens : {0, 16}) {
-      const std::string variant = std::string(Arch::name) + (page_tokens != 0 ? "_paged16" : "");
+    for (std::size_t page_tokens : {0, 16, 64}) {
+      const std::string variant =
+          std::string(Arch::name) + (page_tokens != 0 ? "_paged" + std::to_string(page_tokens) : "");
       const std::string shape = "ctx" + std::to_string(context) + "_q32_kv8_d128";
       for (std::size_t threads : hb::thread_counts()) {
         hb::register_benchmark(
