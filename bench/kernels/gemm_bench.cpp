@@ -13,6 +13,7 @@
 
 #include "common/pool.hpp"
 #include "common/report.hpp"
+#include "kernels/matmul_fixtures.hpp"
 #include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"
@@ -31,36 +32,11 @@ constexpr std::size_t n_rows = 4096, k_cols = 4096;
 
 enum class layout { gguf, repacked, rowwise };
 
-std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
-  }
-  return v;
-}
-
-/// A 4096x4096 matrix of format W (16 distinct quantized rows, tiled).
-template <class W>
-std::vector<typename W::block> weight_matrix() {
-  const std::size_t blocks = k_cols / W::block_elements;
-  std::vector<typename W::block> w(n_rows * blocks);
-  const auto floats = pseudo_random(16 * k_cols, 3);
-  for (std::size_t r = 0; r < 16; ++r) {
-    (void)q::quantize<W>({floats.data() + r * k_cols, k_cols}, {w.data() + r * blocks, blocks});
-  }
-  for (std::size_t r = 16; r < n_rows; ++r) {
-    std::copy_n(w.begin() + static_cast<std::ptrdiff_t>((r % 16) * blocks), blocks,
-                w.begin() + static_cast<std::ptrdiff_t>(r * blocks));
-  }
-  return w;
-}
-
 template <class W, class A, layout L>
 void gemm_benchmark(benchmark::State& state, std::size_t m, std::size_t threads) {
-  const auto w = weight_matrix<W>();
+  const auto w = hb::quantized_weights<W>(n_rows, k_cols);
   const hedge::matrix_view<const typename W::block> plain(w.data(), n_rows, k_cols / W::block_elements);
-  const auto xs = pseudo_random(m * k_cols, 5);
+  const auto xs = hb::pseudo_random(m * k_cols, 5);
   const hedge::matrix_view<const float> x(xs.data(), m, k_cols);
   std::vector<float> ys(m * n_rows);
   const hedge::matrix_view<float> y(ys.data(), m, n_rows);

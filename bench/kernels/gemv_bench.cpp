@@ -18,6 +18,7 @@
 #include "common/buffers.hpp"
 #include "common/pool.hpp"
 #include "common/report.hpp"
+#include "kernels/matmul_fixtures.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/float_formats.hpp"
@@ -36,16 +37,6 @@ struct shape {
 };
 constexpr shape shapes[] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
 
-/// Deterministic pseudo-random floats in [-1, 1) (speed does not depend on values).
-std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
-  }
-  return v;
-}
-
 /// Weight matrices for one (format, shape, residency, layout); the last one
 /// made is kept so the repeated calls Google Benchmark makes reuse it.
 template <class W>
@@ -59,19 +50,9 @@ const hb::buffer_ring& weights(shape s, hb::residency where, bool interleave) {
   static cached slot;
   if (!slot.ring || slot.rows != s.rows || slot.k != s.k || slot.where != where || slot.interleave != interleave) {
     slot.ring.reset();
-    const std::size_t row_bytes = q::row_bytes<W>(s.k);
-    // Quantize 16 distinct rows and tile them: quantizing 45M values with the
-    // Q4_K reference search would take longer than the benchmark.
-    constexpr std::size_t distinct = 16;
-    std::vector<std::byte> matrix(row_bytes * s.rows);
-    const auto floats = pseudo_random(distinct * s.k, 7);
-    for (std::size_t r = 0; r < distinct; ++r) {
-      auto* blocks = reinterpret_cast<typename W::block*>(matrix.data() + r * row_bytes);
-      (void)q::quantize<W>({floats.data() + r * s.k, s.k}, {blocks, s.k / W::block_elements});
-    }
-    for (std::size_t r = distinct; r < s.rows; ++r) {
-      std::memcpy(matrix.data() + r * row_bytes, matrix.data() + (r % distinct) * row_bytes, row_bytes);
-    }
+    const auto blocks = hb::quantized_weights<W>(s.rows, s.k);
+    std::vector<std::byte> matrix(blocks.size() * sizeof(typename W::block));
+    std::memcpy(matrix.data(), blocks.data(), matrix.size());
     if constexpr (hedge::kernels::Interleavable<W>) {
       if (interleave) {
         std::vector<std::byte> packed(hedge::kernels::interleaved_blocks<W>(s.rows, s.k) *
@@ -96,7 +77,7 @@ const hb::buffer_ring& weights(shape s, hb::residency where, bool interleave) {
 template <class W, class A, bool Interleave>
 void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::size_t threads) {
   const auto& ring = weights<W>(s, where, Interleave);
-  const auto x = pseudo_random(s.k, 11);
+  const auto x = hb::pseudo_random(s.k, 11);
   std::vector<float> y(s.rows);
   std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
   auto& pool = hb::pool(threads);
