@@ -35,6 +35,20 @@ static_assert(RoutingPolicy<latency_policy>);
 static_assert(RoutingPolicy<cost_policy>);
 static_assert(RoutingPolicy<complexity_policy<complexity_model<64>>>);
 
+/// A user-written complexity scorer (e.g. a remote classifier's cached answer) fits the policy.
+struct length_scorer {
+  float logit(std::string_view prompt) const noexcept { return static_cast<float>(prompt.size()) / 100.0f - 1.0f; }
+};
+static_assert(ComplexityScorer<length_scorer>);
+static_assert(RoutingPolicy<complexity_policy<length_scorer>>);
+
+TEST(Router, UserScorerDropsIntoComplexityPolicy) {
+  const length_scorer scorer;
+  const complexity_policy<length_scorer> policy{&scorer, 0.5};  // logit 0 <=> 100 bytes
+  EXPECT_EQ(policy.evaluate(route_request{.prompt = std::string(300, 'x')}, route_context{}).why, reason::complex_prompt);
+  EXPECT_EQ(policy.evaluate(route_request{.prompt = "short"}, route_context{}).why, reason::simple_prompt);
+}
+
 struct not_a_policy {
   verdict evaluate(const route_request&, const route_context&) const { return {}; }  // no name, not noexcept
 };

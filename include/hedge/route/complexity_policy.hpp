@@ -29,7 +29,8 @@ class complexity_policy {
   static constexpr std::string_view name = "complexity";
 
   /// \param scorer    the model (must outlive the policy)
-  /// \param threshold probability above which the prompt counts as complex (calibrated)
+  /// \param threshold probability in (0, 1) above which the prompt counts as complex; or
+  ///                  call set_threshold_logit with a calibrated logit (hedge-route-train prints one)
   /// \param weight    score scale relative to the other soft policies
   constexpr complexity_policy(const Scorer* scorer, double threshold, double weight = 1.0) noexcept
       : scorer_(scorer), threshold_logit_(std::log(threshold / (1.0 - threshold))), weight_(weight) {}
