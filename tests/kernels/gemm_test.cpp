@@ -120,6 +120,7 @@ class InterleavedGemm : public Gemm<V> {};
 using InterleavedVariants =
     ::testing::Types<variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
                      variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>,
+                     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
                      variant<q::q4_0, hedge::arch::native>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
 

@@ -1,0 +1,136 @@
+// hedge/kernels/matmul/neon_interleaved.hpp: NEON dot-product kernels for the
+// 8-row interleaved layout (repack.hpp). A 32-byte quad holds 4 values of each
+// of 8 rows: two 16-byte registers, rows 0-3 and rows 4-7; sdot against the
+// activation's 4 values broadcast to every lane gives each row's partial dot
+// in its own int32 lane, so the 8 rows' results need no horizontal sums.
+// Q4_0 nibbles become signed (n - 8) before sdot, so no offset is needed.
+// A row's operations do not depend on M, so GEMM row m equals GEMV of row m.
+#pragma once
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/kernels/matmul/activation.hpp"
+#include "hedge/kernels/matmul/neon_gemv.hpp"
+#include "hedge/kernels/repack.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q8_0.hpp"
+
+namespace hedge::kernels::matmul {
+
+namespace neon {
+
+/// 4 int8 values broadcast to the 4 int32 lanes.
+inline int8x16_t broadcast_quad(const std::int8_t* p) noexcept {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return vreinterpretq_s8_s32(vdupq_n_s32(v));
+}
+
+/// Rows 0-3 and 4-7 of one quad of weights as signed int8.
+struct quad_rows {
+  int8x16_t lo, hi;
+};
+inline quad_rows load_quad(const interleaved<quant::q8_0>::block& g, int j) noexcept {
+  return {vld1q_s8(g.qs + 32 * j), vld1q_s8(g.qs + 32 * j + 16)};
+}
+
+template <int M>
+HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
+                                     const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
+                                     std::size_t valid) noexcept {
+  float32x4_t acc[M][2];
+  for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = vdupq_n_f32(0.f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  const int8x16_t eight = vdupq_n_s8(8);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const auto& g = group[b];
+    int32x4_t dots[M][2];
+    for (int m = 0; m < M; ++m) dots[m][0] = dots[m][1] = vdupq_n_s32(0);
+    for (int j = 0; j < 4; ++j) {
+      const uint8x16_t q0 = vld1q_u8(g.qs + 32 * j), q1 = vld1q_u8(g.qs + 32 * j + 16);
+      // Low nibbles: values 4j..4j+3 of each row; high nibbles: 16+4j..16+4j+3.
+      const int8x16_t lo0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q0, low4)), eight);
+      const int8x16_t lo1 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q1, low4)), eight);
+      const int8x16_t hi0 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), eight);
+      const int8x16_t hi1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), eight);
+      for (int m = 0; m < M; ++m) {
+        const int8x16_t x_lo = broadcast_quad(x[m].blocks[b].qs + 4 * j);
+        const int8x16_t x_hi = broadcast_quad(x[m].blocks[b].qs + 16 + 4 * j);
+        dots[m][0] = vdotq_s32(vdotq_s32(dots[m][0], lo0, x_lo), hi0, x_hi);
+        dots[m][1] = vdotq_s32(vdotq_s32(dots[m][1], lo1, x_lo), hi1, x_hi);
+      }
+    }
+    const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.d));
+    const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
+    const float32x4_t d1 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)));
+    for (int m = 0; m < M; ++m) {
+      const float dx = x[m].scales[b];
+      acc[m][0] = vfmaq_f32(acc[m][0], vcvtq_f32_s32(dots[m][0]), vmulq_n_f32(d0, dx));
+      acc[m][1] = vfmaq_f32(acc[m][1], vcvtq_f32_s32(dots[m][1]), vmulq_n_f32(d1, dx));
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    float lanes[interleave_rows];
+    vst1q_f32(lanes, acc[m][0]);
+    vst1q_f32(lanes + 4, acc[m][1]);
+    for (std::size_t r = 0; r < valid; ++r) y[static_cast<std::size_t>(m) * y_stride + r] = lanes[r];
+  }
+}
+
+template <int M>
+HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
+                                     const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
+                                     std::size_t valid) noexcept {
+  float32x4_t acc[M][2];
+  for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = vdupq_n_f32(0.f);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const auto& g = group[b];
+    int32x4_t dots[M][2];
+    for (int m = 0; m < M; ++m) dots[m][0] = dots[m][1] = vdupq_n_s32(0);
+    for (int j = 0; j < 8; ++j) {
+      const quad_rows w = load_quad(g, j);
+      for (int m = 0; m < M; ++m) {
+        const int8x16_t xq = broadcast_quad(x[m].blocks[b].qs + 4 * j);
+        dots[m][0] = vdotq_s32(dots[m][0], w.lo, xq);
+        dots[m][1] = vdotq_s32(dots[m][1], w.hi, xq);
+      }
+    }
+    const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.d));
+    const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
+    const float32x4_t d1 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)));
+    for (int m = 0; m < M; ++m) {
+      const float dx = x[m].scales[b];
+      acc[m][0] = vfmaq_f32(acc[m][0], vcvtq_f32_s32(dots[m][0]), vmulq_n_f32(d0, dx));
+      acc[m][1] = vfmaq_f32(acc[m][1], vcvtq_f32_s32(dots[m][1]), vmulq_n_f32(d1, dx));
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    float lanes[interleave_rows];
+    vst1q_f32(lanes, acc[m][0]);
+    vst1q_f32(lanes + 4, acc[m][1]);
+    for (std::size_t r = 0; r < valid; ++r) y[static_cast<std::size_t>(m) * y_stride + r] = lanes[r];
+  }
+}
+
+}  // namespace neon
+
+/// NEON dot-product overload, chosen for arch::neon_dotprod and tags derived from it.
+template <Interleavable W>
+HEDGE_DOTPROD_TARGET void gemm_group(arch::neon_dotprod, W, const typename interleaved<W>::block* group,
+                                     std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y,
+                                     std::size_t y_stride, std::size_t valid) noexcept {
+  std::size_t m = 0;
+  for (; m + 4 <= rows; m += 4) neon::group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+  for (; m < rows; ++m) neon::group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+}
+
+}  // namespace hedge::kernels::matmul
+
+#endif
