@@ -65,7 +65,7 @@ class streaming_signals {
     std::uint32_t seen = 0;
     for (std::size_t b = 0; b < bins; ++b) {
       seen += histogram_[b];
-      if (seen >= std::max(rank, 1u)) return static_cast<float>(b + 1) / static_cast<float>(bins);
+      if (seen >= std::max<std::uint32_t>(rank, 1)) return static_cast<float>(b + 1) / static_cast<float>(bins);
     }
     return 1.0f;
   }
