@@ -25,6 +25,7 @@
 #include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
+#include "hedge/kernels/matmul/avx2_gemm.hpp"
 #include "hedge/kernels/matmul/avx2_gemv.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"

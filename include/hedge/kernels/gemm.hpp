@@ -11,9 +11,10 @@
 //     interleaved layout); each part walks the activation rows in chunks that
 //     stay in L2 and runs the arch's register-tiled microkernel, 8 weight rows
 //     x up to 4 activation rows (matmul/avx2_interleaved.hpp). The GGUF layout
-//     runs its GEMV row kernel per activation row over 16-row weight slices
-//     that stay in L1 (there is no tiled microkernel for it yet: repack Q4_0
-//     and Q8_0 for prefill);
+//     splits 16-row weight slices; Q4_K has a microkernel of 1 weight row x 4
+//     activation rows (matmul/avx2_gemm.hpp); other formats run their GEMV
+//     row kernel per activation row over the slice, which stays in L1 (repack
+//     Q4_0 and Q8_0 for prefill);
 //  3. the epilogue is the store: Y(m, n) holds the finished dot product.
 // Each Y(m, n) depends only on row m of X and row n of W, so results are the
 // same for any thread count, and GEMM row m equals GEMV of X row m.
@@ -30,6 +31,7 @@
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
 #include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/matmul/avx2_gemm.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
@@ -114,8 +116,13 @@ result<void> gemm(matrix_view<const typename W::block> w, matrix_view<const floa
     for (std::size_t s = begin; s < end; ++s) {
       const std::size_t first = s * detail::gemm_weight_slice;
       const std::size_t count = std::min(detail::gemm_weight_slice, w.rows() - first);
-      for (std::size_t m = 0; m < x.rows(); ++m) {
-        matmul::gemv_rows(A{}, W{}, w.row_range(first, count), rows[m].blocks, y.row(m).data() + first);
+      const auto slice = w.row_range(first, count);
+      if constexpr (requires { matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data(), y.stride()); }) {
+        matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data() + first, y.stride());
+      } else {
+        for (std::size_t m = 0; m < x.rows(); ++m) {
+          matmul::gemv_rows(A{}, W{}, slice, rows[m].blocks, y.row(m).data() + first);
+        }
       }
     }
   });
