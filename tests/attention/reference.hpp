@@ -17,7 +17,7 @@
 namespace hedge::test {
 
 /// Every built-in KV element format, for typed tests.
-using kv_elements = ::testing::Types<kv_f32, kv_f16, kv_bf16, kv_q8_0>;
+using kv_elements = ::testing::Types<kv_f32, kv_f16, kv_bf16, kv_q8_0, kv_q4_0>;
 
 /// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double over key positions
 /// [key_begin, key_end) (K/V decoded with the element's own decode, so only the

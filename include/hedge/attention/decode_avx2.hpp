@@ -81,6 +81,22 @@ struct reader<kv_q8_0> {
   HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
+template <>
+struct reader<kv_q4_0> {
+  static constexpr bool available = true;
+  static constexpr std::size_t scale_block = kv_q4_0::block_elements;
+  using block = kv_q4_0::unit;
+  // Value j < 16 is the low nibble of byte j, value j >= 16 the high nibble of byte j - 16.
+  HEDGE_AVX2_TARGET static __m256 load8(const block* v, std::size_t i) noexcept {
+    const std::size_t j = i % 32;
+    __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + j % 16));
+    if (j >= 16) bytes = _mm_srli_epi16(bytes, 4);
+    bytes = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_set1_epi32(8)));
+  }
+  HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
+};
+
 HEDGE_AVX2_TARGET inline float max8(__m256 v) noexcept {
   __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_max_ps(x, _mm_movehl_ps(x, x));

@@ -8,10 +8,11 @@
 //   kv_f16   head_dim x binary16 (round to even)   2 bytes / value
 //   kv_bf16  head_dim x bfloat16 (round to even)   2 bytes / value
 //   kv_q8_0  ceil(head_dim / 32) x block_q8_0      34 bytes / 32 values
-//            (GGUF Q8_0 blocks, one scale per 32 values of one head vector, as
-//            llama.cpp's q8_0 KV cache; a head_dim that is not a multiple of 32,
-//            such as 80, pads its last block with zeros, which add nothing to a dot
-//            product and are never read back as values)
+//   kv_q4_0  ceil(head_dim / 32) x block_q4_0      18 bytes / 32 values
+//            (GGUF Q8_0 / Q4_0 blocks, one scale per 32 values of one head vector,
+//            as llama.cpp's quantized KV caches; a head_dim that is not a multiple of
+//            32, such as 80, pads its last block with zeros, which add nothing to a
+//            dot product and are never read back as values)
 //
 // `KvElement` states what a format provides; a user format (e.g. fp8) that
 // models it plugs into kv_cache and the reference attention unchanged.
@@ -27,6 +28,7 @@
 
 #include "hedge/core/half.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace hedge {
@@ -93,43 +95,53 @@ struct kv_bf16 {
   }
 };
 
-/// GGUF Q8_0 blocks per head vector, quantized on append with ggml's reference
-/// rounding (hedge/quant/q8_0.hpp). Non-finite values are rejected: one NaN would
+namespace detail {
+/// A KV element made of GGUF blocks of format F, quantized on append with ggml's
+/// reference rounding (hedge/quant/). Non-finite values are rejected: one NaN would
 /// poison the block's scale and every later attention output.
-struct kv_q8_0 {
-  using format = quant::q8_0;
-  using unit = format::block;
-  static constexpr std::size_t block_elements = format::block_elements;
-  static constexpr std::string_view name = "q8_0";
+/// \tparam F the block format (quant::q8_0, quant::q4_0)
+template <class F>
+struct kv_block_element {
+  using format = F;
+  using unit = typename F::block;
+  static constexpr std::size_t block_elements = F::block_elements;
+  static constexpr std::string_view name = F::name;
   static constexpr std::size_t units(std::size_t head_dim) noexcept {
     return (head_dim + block_elements - 1) / block_elements;
   }
   static result<void> encode(std::span<const float> values, std::span<unit> out) noexcept {
     for (std::size_t i = 0; i < values.size(); ++i) {
-      if (!std::isfinite(values[i]) || std::fabs(values[i]) > format::max_input)
-        return error{errc::invalid_argument} << "q8_0 KV: value " << i << " is not finite or exceeds "
-                                             << static_cast<double>(format::max_input);
+      if (!std::isfinite(values[i]) || std::fabs(values[i]) > F::max_input)
+        return error{errc::invalid_argument} << F::name << " KV: value " << i << " is not finite or exceeds "
+                                             << static_cast<double>(F::max_input);
     }
     for (std::size_t b = 0; b < out.size(); ++b) {
       float padded[block_elements] = {};
       const std::size_t begin = b * block_elements;
       const std::size_t count = values.size() - begin < block_elements ? values.size() - begin : block_elements;
       std::memcpy(padded, values.data() + begin, count * sizeof(float));
-      format::quantize_block(std::span<const float, block_elements>(padded, block_elements), out[b]);
+      F::quantize_block(std::span<const float, block_elements>(padded, block_elements), out[b]);
     }
     return ok();
   }
   static void decode(std::span<const unit> stored, std::span<float> out) noexcept {
     for (std::size_t b = 0; b < stored.size(); ++b) {
       float block[block_elements];
-      format::dequantize_block(stored[b], std::span<float, block_elements>(block, block_elements));
+      F::dequantize_block(stored[b], std::span<float, block_elements>(block, block_elements));
       const std::size_t begin = b * block_elements;
       const std::size_t count = out.size() - begin < block_elements ? out.size() - begin : block_elements;
       std::memcpy(out.data() + begin, block, count * sizeof(float));
     }
   }
 };
+}  // namespace detail
 
-static_assert(KvElement<kv_f32> && KvElement<kv_f16> && KvElement<kv_bf16> && KvElement<kv_q8_0>);
+/// GGUF Q8_0 blocks per head vector (8-bit, 1.06 bytes per value).
+struct kv_q8_0 : detail::kv_block_element<quant::q8_0> {};
+/// GGUF Q4_0 blocks per head vector (4-bit, 0.56 bytes per value).
+struct kv_q4_0 : detail::kv_block_element<quant::q4_0> {};
+
+static_assert(KvElement<kv_f32> && KvElement<kv_f16> && KvElement<kv_bf16> && KvElement<kv_q8_0> &&
+              KvElement<kv_q4_0>);
 
 }  // namespace hedge
