@@ -89,6 +89,12 @@ void gemv_rows(arch::scalar, W, matrix_view<const typename W::block> w, const ty
   for (std::size_t r = 0; r < w.rows(); ++r) y[r] = dot_row(w.row(r).data(), x, w.cols());
 }
 
+/// GGUF-layout GEMM microkernels are overloads `gemm_rows(arch tag, format,
+/// weight slice, activation rows, count, y, y_stride)` where an arch has one
+/// (AVX2 Q4_K); gemm.hpp falls back to the GEMV row kernel per activation row
+/// otherwise. This deleted overload only makes the name exist on every target.
+void gemm_rows() = delete;
+
 /// Y[m][r] = <row r of the interleaved group, activation row m> for m < rows,
 /// r < valid: each row is first restored to its GGUF block, so the result is
 /// bit-identical to the plain reference above.
