@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "hedge/verify/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
@@ -126,6 +128,83 @@ TEST(PiiCorpus, MeetsRecallAndPrecisionTargets) {
   EXPECT_GE(negatives, 200u);
   EXPECT_GE(recall, 0.98);
   EXPECT_GE(precision, 0.95);
+}
+
+// --- plain-run skip: find (pre-scan, scalar and AVX2) must equal find_reference ---------
+
+std::vector<std::string> corpus_texts() {
+  std::ifstream in{std::string{hedge::test::source_dir()} + "/tests/route/data/pii_corpus.tsv"};
+  std::vector<std::string> texts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    texts.push_back(line.substr(line.find('\t', line.find('\t') + 1) + 1));
+  }
+  return texts;
+}
+
+/// Every match of `find` with each pre-scan equals `find_reference`'s.
+void expect_same_matches(std::string_view text) {
+  std::array<pii_match, 64> expected{}, got{};
+  const pii_detector detector;
+  const auto n = detector.find_reference(text, expected);
+  const auto check = [&](auto arch) {
+    const auto m = detector.find(text, got, arch);
+    ASSERT_EQ(m, n) << decltype(arch)::name << ": " << text;
+    for (std::size_t k = 0; k < n; ++k) {
+      EXPECT_EQ(got[k].entity, expected[k].entity) << text;
+      EXPECT_EQ(got[k].offset, expected[k].offset) << text;
+      EXPECT_EQ(got[k].length, expected[k].length) << text;
+    }
+  };
+  check(hedge::arch::scalar{});
+  check(hedge::arch::native{});
+}
+
+/// Text from an alphabet weighted towards what the matchers and the pre-scan care about.
+std::string random_text(hedge::verify::seeded_random& rng, std::size_t size) {
+  static constexpr std::string_view pieces[] = {
+      "a", "e", "b", "d", "B", "D", "x", "F", "DE", "GB", " ", " ", "\n", ",", ".", "?", "'", "\"", "-", ":", "::",
+      "@", "+", "(", ")", "/", "_", "0", "1", "4", "9", "12", "255", "born ", "DOB ", "birth", "March ", "1985",
+      "de-ad-be-ef-00-11", "ab:cd", "\xc3\xa9", "\t", "version ", "a@b.co", "4111 1111 1111 1111"};
+  std::string s;
+  while (s.size() < size) s += pieces[rng.below(std::size(pieces))];
+  return s;
+}
+
+TEST(PiiPreScan, MatchesReferenceOnCorpus) {
+  const auto texts = corpus_texts();
+  ASSERT_GE(texts.size(), 400u);
+  std::string joined;  // also as one long text, so the 32-byte blocks span several snippets
+  for (const auto& t : texts) {
+    expect_same_matches(t);
+    joined += t + ". ";
+  }
+  expect_same_matches(joined);
+}
+
+TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
+  hedge::verify::seeded_random rng{7};
+  for (int k = 0; k < 3000; ++k) expect_same_matches(random_text(rng, rng.below(200)));
+  // Corpus snippets inside long plain text at every alignment, with random bytes changed.
+  const auto texts = corpus_texts();
+  const std::string filler = "which of the following describes a plain sentence, really? ";
+  for (int k = 0; k < 3000; ++k) {
+    std::string s = filler.substr(0, rng.below(filler.size())) + texts[rng.below(texts.size())] + filler;
+    for (std::uint64_t m = rng.below(3); m > 0; --m) s[rng.below(s.size())] = static_cast<char>(rng.below(256));
+    expect_same_matches(s);
+  }
+}
+
+TEST(PiiPreScan, AvxStopsEqualScalarStops) {
+  hedge::verify::seeded_random rng{11};
+  for (int k = 0; k < 500; ++k) {
+    const std::string s = random_text(rng, rng.below(150));
+    for (std::size_t i = 0; i <= s.size(); ++i)
+      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), hedge::arch::native{}),
+                detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{}))
+          << s << " from " << i;
+  }
 }
 
 }  // namespace
