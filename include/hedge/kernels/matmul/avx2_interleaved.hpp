@@ -124,10 +124,19 @@ template <class W>
 HEDGE_AVX2_TARGET void group_rows(const typename interleaved<W>::block* group, std::size_t blocks,
                                   const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
-  std::size_t m = 0;
-  for (; m + 4 <= rows; m += 4) group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
-  for (; m + 2 <= rows; m += 2) group_tile<2>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
-  for (; m < rows; ++m) group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+  for (std::size_t m = 0; m < rows;) {
+    const std::size_t left = rows - m;
+    if (left >= 4) {
+      group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      m += 4;
+    } else if (left >= 2) {
+      group_tile<2>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      m += 2;
+    } else {
+      group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      m += 1;
+    }
+  }
 }
 
 }  // namespace avx2

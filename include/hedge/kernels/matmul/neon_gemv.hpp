@@ -175,9 +175,15 @@ inline void tile(const Element* w, std::size_t s, const float* x, std::size_t n,
 
 template <class Dot, class WeightBlock, class Activation>
 inline void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, float* y) noexcept {
-  std::size_t r = 0;
-  for (; r + 4 <= w.rows(); r += 4) tile<4, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
-  for (; r < w.rows(); ++r) tile<1, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+  for (std::size_t r = 0; r < w.rows();) {
+    if (w.rows() - r >= 4) {
+      tile<4, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+      r += 4;
+    } else {
+      tile<1, Dot>(w.data() + r * w.stride(), w.stride(), x, w.cols(), y + r);
+      r += 1;
+    }
+  }
 }
 
 }  // namespace neon

@@ -126,9 +126,15 @@ template <Interleavable W>
 HEDGE_DOTPROD_TARGET void gemm_group(arch::neon_dotprod, W, const typename interleaved<W>::block* group,
                                      std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y,
                                      std::size_t y_stride, std::size_t valid) noexcept {
-  std::size_t m = 0;
-  for (; m + 4 <= rows; m += 4) neon::group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
-  for (; m < rows; ++m) neon::group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+  for (std::size_t m = 0; m < rows;) {
+    if (rows - m >= 4) {
+      neon::group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      m += 4;
+    } else {
+      neon::group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      m += 1;
+    }
+  }
 }
 
 }  // namespace hedge::kernels::matmul
