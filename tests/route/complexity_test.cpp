@@ -9,11 +9,51 @@
 #include <vector>
 
 #include "hedge/route/training.hpp"
+#include "hedge/verify/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
 
 using namespace hedge::route;
+
+/// Every (group, bucket) reported, in order, plus the summary, for one instruction set.
+template <class Arch, std::size_t Buckets>
+std::vector<std::uint32_t> trace_features(std::string_view text, feature_summary& summary) {
+  std::vector<std::uint32_t> trace;
+  summary = complexity_features<Buckets>::extract(
+      text, [&](hashed_group g, std::uint32_t b) noexcept { trace.push_back(b << 1 | static_cast<std::uint32_t>(g)); },
+      Arch{});
+  return trace;
+}
+
+template <std::size_t Buckets>
+void expect_same_features(std::string_view text) {
+  feature_summary scalar{}, native{};
+  const auto expected = trace_features<hedge::arch::scalar, Buckets>(text, scalar);
+  const auto got = trace_features<hedge::arch::native, Buckets>(text, native);
+  ASSERT_EQ(got, expected) << text;
+  EXPECT_EQ(native.occurrences, scalar.occurrences) << text;
+  EXPECT_EQ(native.dense, scalar.dense) << text;  // bit-identical floats
+}
+
+// The vector character pass reports what the scalar pass (the specification) reports, in
+// the same order, on text built from every byte class, at every length and alignment.
+TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
+  static constexpr std::string_view pieces[] = {"a", "Z", "q", "7", " ", "  ", "\n", ",", ". ", "?", "+", "-", "*",
+                                                "/", "=", "^", "<", ">", "%", "|", "{", "}", ";", "_", "`", "[",
+                                                "]", "\\", "$", "\t", "@", "\x7f", "\x80", "\xc3\xa9", "\xff", "\x01",
+                                                "word ", "Word, ", "x^2 ", "\\frac{1}{2}"};
+  hedge::verify::seeded_random rng{5};
+  for (int k = 0; k < 2000; ++k) {
+    std::string text;
+    const auto size = rng.below(300);
+    while (text.size() < size) text += pieces[rng.below(std::size(pieces))];
+    expect_same_features<16384>(text);
+    expect_same_features<4>(text);
+  }
+  for (int b = 0; b < 256; ++b) expect_same_features<256>(std::string(70, static_cast<char>(b)));
+  expect_same_features<16384>(std::string(1000, ' ') + "end");
+}
 
 TEST(ComplexityFeatures, CountsAndDenseValues) {
   std::size_t words = 0, chars = 0;

@@ -1,6 +1,9 @@
 // hedge/route/complexity_features.hpp: prompt features for the learned complexity scorer.
 //
-// Two passes over the bytes (characters, then words), no allocation, no stored token list:
+// Two passes over the bytes (characters, then words), no allocation, no stored token list.
+// The character pass has an AVX2 path (32 bytes per step: classification, separator-run
+// collapse by table-driven compaction, 8 hashes per step) that reports the same buckets in
+// the same order as the scalar loop, so scores are bit-identical:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
 //     group words: lower-cased word unigrams and adjacent-word bigrams
@@ -19,6 +22,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "hedge/core/arch.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace hedge::route {
 
@@ -100,6 +109,161 @@ constexpr std::array<std::uint16_t, 256> make_byte_classes() noexcept {
   return t;
 }
 inline constexpr std::array<std::uint16_t, 256> byte_classes = make_byte_classes();
+
+/// Character-pass state, carried from the vector blocks into the scalar tail.
+struct char_pass_state {
+  std::array<std::uint32_t, category_count> counts{};
+  std::uint32_t gram = 0;      ///< last four kept folded bytes; a run of separators counts as one space
+  std::uint32_t gram_len = 0;  ///< kept bytes so far
+};
+
+/// Scalar character pass over bytes [begin, end): the specification.
+/// Category counts are eight 8-bit lanes of one integer, flushed every 255 bytes.
+template <unsigned BucketBits, class Visitor>
+HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
+                                                char_pass_state& st, Visitor& visit) noexcept {
+  std::uint32_t gram = st.gram, gram_len = st.gram_len;
+  for (std::size_t chunk = begin; chunk < end; chunk += 255) {
+    const std::size_t chunk_end = end - chunk < 255 ? end : chunk + 255;
+    std::uint64_t lanes = 0;
+    for (std::size_t k = chunk; k < chunk_end; ++k) {
+      const std::uint16_t cls = byte_classes[bytes[k]];
+      lanes += std::uint64_t{1} << (8u * (cls & 7u));
+      const std::uint32_t folded = cls >> 8;
+      if (folded == ' ' && (gram & 0xffu) == ' ') continue;  // collapse separator runs
+      gram = (gram << 8) | folded;
+      // Fibonacci hashing (Knuth): one multiply per byte.
+      if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - BucketBits));
+    }
+    for (std::size_t c = 0; c < category_count; ++c) st.counts[c] += (lanes >> (8 * c)) & 0xffu;
+  }
+  st.gram = gram;
+  st.gram_len = gram_len;
+}
+
+template <unsigned BucketBits, class Visitor>
+HEDGE_ALWAYS_INLINE void char_pass(const unsigned char* bytes, std::size_t size, char_pass_state& st,
+                                          Visitor& visit, arch::scalar) noexcept {
+  char_pass_range<BucketBits>(bytes, 0, size, st, visit);
+}
+
+#if defined(__AVX2__)
+/// pshufb patterns that move the bytes selected by an 8-bit mask to the front, in order.
+constexpr std::array<std::array<std::uint8_t, 8>, 256> make_compaction_table() noexcept {
+  std::array<std::array<std::uint8_t, 8>, 256> t{};
+  for (unsigned m = 0; m < 256; ++m) {
+    unsigned n = 0;
+    for (unsigned b = 0; b < 8; ++b)
+      if (m & (1u << b)) t[m][n++] = static_cast<std::uint8_t>(b);
+    for (; n < 8; ++n) t[m][n] = 0x80;
+  }
+  return t;
+}
+inline constexpr std::array<std::array<std::uint8_t, 8>, 256> compaction_table = make_compaction_table();
+
+/// Nibble table for set membership: entry [low nibble] has bit h set when the byte
+/// (h << 4 | low) is in the set (ASCII only, h < 8).
+constexpr std::array<std::uint8_t, 16> nibble_set(std::string_view chars) noexcept {
+  std::array<std::uint8_t, 16> t{};
+  for (char c : chars) {
+    const auto u = static_cast<unsigned char>(c);
+    t[u & 15u] = static_cast<std::uint8_t>(t[u & 15u] | (1u << (u >> 4)));
+  }
+  return t;
+}
+inline constexpr std::array<std::uint8_t, 16> math_set = nibble_set("+-*/=^<>%|");
+inline constexpr std::array<std::uint8_t, 16> code_set = nibble_set("{};_`[]");
+inline constexpr std::array<std::uint8_t, 16> latex_set = nibble_set("\\$");
+inline constexpr std::array<std::uint8_t, 16> high_nibble_bit = {1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0};
+
+HEDGE_ALWAYS_INLINE __m256i broadcast16(const std::array<std::uint8_t, 16>& t) noexcept {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
+}
+/// Bytes of v in [lo, hi] (as unsigned values below 0x80), via one signed compare.
+HEDGE_ALWAYS_INLINE __m256i in_range(__m256i v, char lo, char hi) noexcept {
+  const __m256i moved = _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(-128 - lo)));
+  return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
+}
+HEDGE_ALWAYS_INLINE std::uint32_t bits(__m256i m) noexcept {
+  return static_cast<std::uint32_t>(_mm256_movemask_epi8(m));
+}
+HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
+  return static_cast<std::uint32_t>(__builtin_popcount(m));
+}
+
+/// AVX2 character pass: whole 32-byte blocks, then the scalar loop on the tail.
+template <unsigned BucketBits, class Visitor>
+HEDGE_ALWAYS_INLINE void char_pass(const unsigned char* bytes, std::size_t size, char_pass_state& st,
+                                          Visitor& visit, arch::avx2) noexcept {
+  const __m256i low_nibble = _mm256_set1_epi8(0x0f);
+  const __m256i math_lut = broadcast16(math_set), code_lut = broadcast16(code_set),
+                latex_lut = broadcast16(latex_set), high_lut = broadcast16(high_nibble_bit);
+  // Gram t of 8 (4 per 128-bit lane) from source bytes t..t+3, most significant first,
+  // as the scalar (gram << 8) | byte builds it.
+  const __m256i gram_pattern = _mm256_setr_epi8(3, 2, 1, 0, 4, 3, 2, 1, 5, 4, 3, 2, 6, 5, 4, 3,  //
+                                                7, 6, 5, 4, 8, 7, 6, 5, 9, 8, 7, 6, 10, 9, 8, 7);
+  // kept[0..3): the last three kept bytes before the block; then the block's kept bytes.
+  alignas(32) std::array<unsigned char, 48> kept{};
+  alignas(32) std::array<unsigned char, 32> folded_bytes{};
+  alignas(32) std::array<std::uint32_t, 8> buckets{};
+  std::size_t i = 0;
+  for (; i + 32 <= size; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
+    const __m256i digits = in_range(v, '0', '9'), uppers = in_range(v, 'A', 'Z');
+    const __m256i word = _mm256_or_si256(_mm256_or_si256(digits, uppers),
+                                         _mm256_or_si256(in_range(v, 'a', 'z'), _mm256_cmpgt_epi8(_mm256_setzero_si256(), v)));
+    const __m256i hi_bit = _mm256_shuffle_epi8(high_lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibble));
+    const __m256i lo = _mm256_and_si256(v, low_nibble);
+    const auto member = [&](__m256i lut) {
+      return ~bits(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(lut, lo), hi_bit), _mm256_setzero_si256()));
+    };
+    st.counts[digit] += popcount(bits(digits));
+    st.counts[upper] += popcount(bits(uppers));
+    st.counts[math] += popcount(member(math_lut));
+    st.counts[code] += popcount(member(code_lut));
+    st.counts[latex] += popcount(member(latex_lut));
+    st.counts[question] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('?'))));
+    st.counts[newline] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n'))));
+
+    // Fold (lower case; ' ' for every separator), then drop separators after separators.
+    const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, _mm256_set1_epi8(0x20)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()),
+                       _mm256_blendv_epi8(_mm256_set1_epi8(' '), lowered, word));
+    const std::uint32_t separator = ~bits(word);
+    const std::uint32_t after_separator = (separator << 1) | ((st.gram & 0xffu) == ' ' ? 1u : 0u);
+    const std::uint32_t keep = ~(separator & after_separator);
+
+    kept[0] = static_cast<unsigned char>(st.gram >> 16);
+    kept[1] = static_cast<unsigned char>(st.gram >> 8);
+    kept[2] = static_cast<unsigned char>(st.gram);
+    std::size_t n = 3;
+    for (std::size_t g = 0; g < 4; ++g) {
+      const std::uint32_t m = (keep >> (8 * g)) & 0xffu;
+      const __m128i src = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(folded_bytes.data() + 8 * g));
+      const __m128i pattern = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(compaction_table[m].data()));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(kept.data() + n), _mm_shuffle_epi8(src, pattern));
+      n += popcount(m);
+    }
+
+    // Kept byte j (j >= 3) is the (gram_len + j - 2)-th of the text; grams start at the 4th.
+    std::size_t j = st.gram_len >= 3 ? 3 : 6 - st.gram_len;
+    for (; j < n; j += 8) {
+      const __m256i window = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kept.data() + j - 3)));
+      const __m256i grams = _mm256_shuffle_epi8(window, gram_pattern);
+      const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, _mm256_set1_epi32(static_cast<int>(0x9e3779b1u))),
+                                               static_cast<int>(32 - BucketBits));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
+      const std::size_t count = n - j < 8 ? n - j : 8;
+      for (std::size_t t = 0; t < count; ++t) visit(hashed_group::chars, buckets[t]);
+    }
+    if (n >= 4)
+      st.gram = static_cast<std::uint32_t>(kept[n - 4]) << 24 | static_cast<std::uint32_t>(kept[n - 3]) << 16 |
+                static_cast<std::uint32_t>(kept[n - 2]) << 8 | kept[n - 1];
+    st.gram_len += static_cast<std::uint32_t>(n - 3);
+  }
+  char_pass_range<BucketBits>(bytes, i, size, st, visit);
+}
+#endif
 }  // namespace detail
 
 /// Extracts complexity features in two passes over the bytes (no allocation).
@@ -120,33 +284,20 @@ class complexity_features {
   /// Calls visit(hashed_group, bucket) for every hashed feature occurrence and returns
   /// the dense features and occurrence counts.
   /// \tparam Visitor callable as visit(hashed_group, std::uint32_t) noexcept
-  template <class Visitor>
-  static feature_summary extract(std::string_view text, Visitor&& visit) noexcept {
+  /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
+  ///   every tag reports the same features in the same order)
+  template <class Visitor, class Arch = arch::native>
+  static feature_summary extract(std::string_view text, Visitor&& visit, Arch = {}) noexcept {
     constexpr std::uint32_t mask = static_cast<std::uint32_t>(Buckets - 1);
     feature_summary s;
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
 
-    // Pass 1: byte categories and character 4-grams. Two short loops with few live values
-    // run faster than one loop doing everything (the passes are instruction-bound).
-    // Category counts are eight 8-bit lanes of one integer, flushed every 255 bytes.
-    std::array<std::uint32_t, detail::category_count> counts{};
-    std::uint32_t gram = 0;  // last four folded bytes; a run of separators counts as one space
-    std::uint32_t gram_len = 0;
-    for (std::size_t chunk = 0; chunk < size; chunk += 255) {
-      const std::size_t end = size - chunk < 255 ? size : chunk + 255;
-      std::uint64_t lanes = 0;
-      for (std::size_t k = chunk; k < end; ++k) {
-        const std::uint16_t cls = detail::byte_classes[bytes[k]];
-        lanes += std::uint64_t{1} << (8u * (cls & 7u));
-        const std::uint32_t folded = cls >> 8;
-        if (folded == ' ' && (gram & 0xffu) == ' ') continue;  // collapse separator runs
-        gram = (gram << 8) | folded;
-        // Fibonacci hashing (Knuth): one multiply per byte.
-        if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - bucket_bits));
-      }
-      for (std::size_t c = 0; c < detail::category_count; ++c) counts[c] += (lanes >> (8 * c)) & 0xffu;
-    }
+    // Pass 1: byte categories and character 4-grams (AVX2 blocks, then the scalar rule).
+    detail::char_pass_state chars;
+    detail::char_pass<bucket_bits>(bytes, size, chars, visit, Arch{});
+    const auto& counts = chars.counts;
+    const std::uint32_t gram_len = chars.gram_len;
 
     // Pass 2: words (maximal runs of letters, digits and non-ASCII bytes), unigrams and bigrams.
     std::uint32_t words = 0, word_bytes = 0, numbers = 0, prev_word = 0;
