@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target hedge_example_quickstart
-./build/release/examples/hedge_example_quickstart "$@"
+cmake --build --preset release -j "$(nproc)" --target hedge_example_hybrid_demo
+./build/release/examples/hedge_example_hybrid_demo "$@"

@@ -12,7 +12,9 @@
 // never own or allocate; they are passed by value.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
+#include <iterator>
 #include <span>
 #include <type_traits>
 
@@ -29,6 +31,15 @@ class vector_view {
   constexpr vector_view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
   template <std::size_t N>
   constexpr vector_view(std::span<T, N> s) noexcept : data_(s.data()), size_(s.size()) {}
+  /// Any contiguous container whose elements convert like T (std::vector, std::array, C arrays), as std::span does.
+  template <class Range>
+    requires(!std::is_same_v<std::remove_cvref_t<Range>, vector_view> &&
+             requires(Range& r) {
+               { std::data(r) } -> std::convertible_to<T*>;
+               std::size(r);
+             } &&
+             std::is_convertible_v<std::remove_pointer_t<decltype(std::data(std::declval<Range&>()))> (*)[], T (*)[]>)
+  constexpr vector_view(Range&& r) noexcept : data_(std::data(r)), size_(std::size(r)) {}
   template <class U>
     requires std::is_convertible_v<U (*)[], T (*)[]>
   constexpr vector_view(vector_view<U> other) noexcept : data_(other.data()), size_(other.size()) {}
