@@ -4,6 +4,7 @@
 
 #include <array>
 #include <numeric>
+#include <vector>
 
 TEST(View, VectorViewIndexesAndSlices) {
   std::array<int, 10> a{};
@@ -50,3 +51,19 @@ TEST(ViewDeathTest, OutOfBoundsAbortsInDebugBuilds) {
   EXPECT_DEATH((void)m.row(2), "");
 }
 #endif
+
+TEST(View, VectorViewFromContainers) {
+  std::vector<float> v(5, 1.0f);
+  std::array<float, 3> a{1, 2, 3};
+  hedge::vector_view<float> from_vector = v;
+  hedge::vector_view<const float> from_array = a;
+  const std::vector<float>& cv = v;
+  hedge::vector_view<const float> from_const = cv;
+  EXPECT_EQ(from_vector.size(), 5u);
+  EXPECT_EQ(from_vector.data(), v.data());
+  EXPECT_EQ(from_array[2], 3.0f);
+  EXPECT_EQ(from_const.data(), v.data());
+  static_assert(!std::is_constructible_v<hedge::vector_view<float>, const std::vector<float>&>,
+                "a view of mutable floats cannot be made from a const container");
+  static_assert(!std::is_constructible_v<hedge::vector_view<float>, std::vector<double>&>);
+}
