@@ -110,18 +110,59 @@ constexpr std::array<std::uint16_t, 256> make_byte_classes() noexcept {
 }
 inline constexpr std::array<std::uint16_t, 256> byte_classes = make_byte_classes();
 
-/// Character-pass state, carried from the vector blocks into the scalar tail.
-struct char_pass_state {
+/// Scan state, carried from the vector blocks into the scalar tail.
+struct scan_state {
   std::array<std::uint32_t, category_count> counts{};
   std::uint32_t gram = 0;      ///< last four kept folded bytes; a run of separators counts as one space
   std::uint32_t gram_len = 0;  ///< kept bytes so far
+  // Words: maximal runs of letters, digits and non-ASCII bytes.
+  std::uint32_t words = 0, word_bytes = 0, numbers = 0, prev_word = 0;
+  std::uint32_t hash = 0;  ///< of the word in progress: rotate-xor per byte, mixed at its end
+  std::uint32_t length = 0;  ///< bytes of the word in progress (0: between words)
+  std::uint16_t seen = 0;    ///< class bits of the word in progress
 };
+
+constexpr std::uint32_t add_to_word_hash(std::uint32_t hash, std::uint32_t folded) noexcept {
+  return ((hash << 5) | (hash >> 27)) ^ folded;
+}
+
+/// Reports the unigram (and the bigram with the previous word) of the word in progress.
+template <std::uint32_t Mask, class Visitor>
+HEDGE_ALWAYS_INLINE void finish_word(scan_state& st, Visitor& visit) noexcept {
+  const std::uint32_t h = mix32(st.hash);
+  visit(hashed_group::words, h & Mask);
+  if (st.words > 0) visit(hashed_group::words, mix32(st.prev_word * 0x9e3779b1u + h) & Mask);
+  st.prev_word = h;
+  ++st.words;
+  st.word_bytes += st.length;
+  st.numbers += (st.seen & non_digit_bit) ? 0 : 1;
+  st.hash = 0;
+  st.length = 0;
+  st.seen = 0;
+}
+
+/// Scalar word pass over bytes [begin, end) (the specification); a word may continue
+/// from before `begin` and past `end`.
+template <std::uint32_t Mask, class Visitor>
+HEDGE_ALWAYS_INLINE void word_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
+                                         scan_state& st, Visitor& visit) noexcept {
+  for (std::size_t k = begin; k < end; ++k) {
+    const std::uint16_t cls = byte_classes[bytes[k]];
+    if (cls & word_bit) {
+      st.hash = add_to_word_hash(st.hash, cls >> 8u);
+      st.seen = static_cast<std::uint16_t>(st.seen | cls);
+      ++st.length;
+    } else if (st.length != 0) {
+      finish_word<Mask>(st, visit);
+    }
+  }
+}
 
 /// Scalar character pass over bytes [begin, end): the specification.
 /// Category counts are eight 8-bit lanes of one integer, flushed every 255 bytes.
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
-                                                char_pass_state& st, Visitor& visit) noexcept {
+                                                scan_state& st, Visitor& visit) noexcept {
   std::uint32_t gram = st.gram, gram_len = st.gram_len;
   for (std::size_t chunk = begin; chunk < end; chunk += 255) {
     const std::size_t chunk_end = end - chunk < 255 ? end : chunk + 255;
@@ -141,10 +182,14 @@ HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t
   st.gram_len = gram_len;
 }
 
+/// Both passes over the whole text, scalar. Ends with no word in progress.
 template <unsigned BucketBits, class Visitor>
-HEDGE_ALWAYS_INLINE void char_pass(const unsigned char* bytes, std::size_t size, char_pass_state& st,
-                                          Visitor& visit, arch::scalar) noexcept {
+HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
+                              arch::scalar) noexcept {
+  constexpr auto mask = static_cast<std::uint32_t>((std::uint64_t{1} << BucketBits) - 1);
   char_pass_range<BucketBits>(bytes, 0, size, st, visit);
+  word_pass_range<mask>(bytes, 0, size, st, visit);
+  if (st.length != 0) finish_word<mask>(st, visit);
 }
 
 #if defined(__AVX2__)
@@ -191,10 +236,13 @@ HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcount(m));
 }
 
-/// AVX2 character pass: whole 32-byte blocks, then the scalar loop on the tail.
+/// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
+/// (words from the word-byte bit mask), then the scalar passes on the tail. Each group's
+/// features come in the scalar order (char and word reports interleave by block).
 template <unsigned BucketBits, class Visitor>
-HEDGE_ALWAYS_INLINE void char_pass(const unsigned char* bytes, std::size_t size, char_pass_state& st,
-                                          Visitor& visit, arch::avx2) noexcept {
+HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
+                              arch::avx2) noexcept {
+  constexpr auto mask = static_cast<std::uint32_t>((std::uint64_t{1} << BucketBits) - 1);
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i math_lut = broadcast16(math_set), code_lut = broadcast16(code_set),
                 latex_lut = broadcast16(latex_set), high_lut = broadcast16(high_nibble_bit);
@@ -254,14 +302,37 @@ HEDGE_ALWAYS_INLINE void char_pass(const unsigned char* bytes, std::size_t size,
                                                static_cast<int>(32 - BucketBits));
       _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
       const std::size_t count = n - j < 8 ? n - j : 8;
-      for (std::size_t t = 0; t < count; ++t) visit(hashed_group::chars, buckets[t]);
+      if constexpr (requires { visit(hashed_group::chars, buckets.data(), count); }) {
+        visit(hashed_group::chars, buckets.data(), count);
+      } else {
+        for (std::size_t t = 0; t < count; ++t) visit(hashed_group::chars, buckets[t]);
+      }
     }
     if (n >= 4)
       st.gram = static_cast<std::uint32_t>(kept[n - 4]) << 24 | static_cast<std::uint32_t>(kept[n - 3]) << 16 |
                 static_cast<std::uint32_t>(kept[n - 2]) << 8 | kept[n - 1];
     st.gram_len += static_cast<std::uint32_t>(n - 3);
+
+    // Words: each run of word bits; a run touching bit 31 continues in the next block.
+    const std::uint32_t word_bits = ~separator, digit_bits = bits(digits);
+    if (st.length != 0 && !(word_bits & 1u)) finish_word<mask>(st, visit);
+    std::uint32_t remaining = word_bits;
+    while (remaining != 0) {
+      const auto start = static_cast<unsigned>(__builtin_ctz(remaining));
+      const auto run = static_cast<unsigned>(__builtin_ctzll(~(std::uint64_t{remaining} >> start)));
+      const unsigned end = start + run;
+      for (unsigned p = start; p < end; ++p) st.hash = add_to_word_hash(st.hash, folded_bytes[p]);
+      const auto run_bits = static_cast<std::uint32_t>(((std::uint64_t{1} << run) - 1) << start);
+      if (run_bits & ~digit_bits) st.seen = static_cast<std::uint16_t>(st.seen | non_digit_bit);
+      st.length += run;
+      if (end == 32) break;
+      finish_word<mask>(st, visit);
+      remaining &= ~run_bits;
+    }
   }
   char_pass_range<BucketBits>(bytes, i, size, st, visit);
+  word_pass_range<mask>(bytes, i, size, st, visit);
+  if (st.length != 0) finish_word<mask>(st, visit);
 }
 #endif
 }  // namespace detail
@@ -283,44 +354,22 @@ class complexity_features {
 
   /// Calls visit(hashed_group, bucket) for every hashed feature occurrence and returns
   /// the dense features and occurrence counts.
-  /// \tparam Visitor callable as visit(hashed_group, std::uint32_t) noexcept
+  /// \tparam Visitor callable as visit(hashed_group, std::uint32_t) noexcept; if it is also
+  ///   callable as visit(hashed_group, const std::uint32_t* buckets, std::size_t count), the
+  ///   vector pass hands it up to 8 consecutive buckets of a group at once (same order)
   /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
   ///   every tag reports the same features in the same order)
   template <class Visitor, class Arch = arch::native>
   static feature_summary extract(std::string_view text, Visitor&& visit, Arch = {}) noexcept {
-    constexpr std::uint32_t mask = static_cast<std::uint32_t>(Buckets - 1);
     feature_summary s;
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
 
-    // Pass 1: byte categories and character 4-grams (AVX2 blocks, then the scalar rule).
-    detail::char_pass_state chars;
-    detail::char_pass<bucket_bits>(bytes, size, chars, visit, Arch{});
-    const auto& counts = chars.counts;
-    const std::uint32_t gram_len = chars.gram_len;
-
-    // Pass 2: words (maximal runs of letters, digits and non-ASCII bytes), unigrams and bigrams.
-    std::uint32_t words = 0, word_bytes = 0, numbers = 0, prev_word = 0;
-    for (std::size_t k = 0;;) {
-      while (k < size && !(detail::byte_classes[bytes[k]] & detail::word_bit)) ++k;
-      if (k == size) break;
-      const std::size_t start = k;
-      std::uint32_t hash = 0;  // rotate-xor per byte, mixed at the end of the word
-      std::uint16_t seen = 0;
-      for (; k < size; ++k) {
-        const std::uint16_t cls = detail::byte_classes[bytes[k]];
-        if (!(cls & detail::word_bit)) break;
-        hash = ((hash << 5) | (hash >> 27)) ^ (cls >> 8);
-        seen |= cls;
-      }
-      const std::uint32_t h = detail::mix32(hash);
-      visit(hashed_group::words, h & mask);
-      if (words > 0) visit(hashed_group::words, detail::mix32(prev_word * 0x9e3779b1u + h) & mask);
-      prev_word = h;
-      ++words;
-      word_bytes += static_cast<std::uint32_t>(k - start);
-      numbers += (seen & detail::non_digit_bit) ? 0 : 1;
-    }
+    // Character pass (categories, 4-grams), word pass (unigrams, bigrams).
+    detail::scan_state st;
+    detail::scan<bucket_bits>(bytes, size, st, visit, Arch{});
+    const auto& counts = st.counts;
+    const std::uint32_t gram_len = st.gram_len, words = st.words, word_bytes = st.word_bytes, numbers = st.numbers;
     const std::uint32_t digits = counts[detail::digit], math = counts[detail::math], upper = counts[detail::upper],
                         code = counts[detail::code], questions = counts[detail::question],
                         lines = counts[detail::newline] + 1, latex = counts[detail::latex];

@@ -47,23 +47,43 @@ struct complexity_model {
   std::array<float, dense_feature_count> dense{};
   std::array<std::array<float, Buckets>, hashed_group_count> hashed{};
 
-  /// Linear score (log-odds) of a prompt.
-  [[nodiscard]] float logit(std::string_view prompt) const noexcept {
+  /// Linear score (log-odds) of a prompt; every Arch gives the same bits.
+  template <class Arch = arch::native>
+  [[nodiscard]] float logit(std::string_view prompt, Arch = {}) const noexcept {
     // Two register accumulators per group, swapped after each add, so consecutive adds do
-    // not wait on each other (the char group adds once per byte).
-    float words0 = 0.0f, words1 = 0.0f, chars0 = 0.0f, chars1 = 0.0f;
-    const auto& word_weights = hashed[static_cast<std::size_t>(hashed_group::words)];
-    const auto& char_weights = hashed[static_cast<std::size_t>(hashed_group::chars)];
-    const feature_summary s = features::extract(prompt, [&](hashed_group g, std::uint32_t bucket) noexcept {
-      if (g == hashed_group::words) {
-        words0 += word_weights[bucket];
-        std::swap(words0, words1);
-      } else {
-        chars0 += char_weights[bucket];
-        std::swap(chars0, chars1);
+    // not wait on each other (the char group adds once per byte). The batch overload (used
+    // by the vector pass) adds to them in the same alternation without the swaps.
+    struct accumulate {
+      const complexity_model& m;
+      float words0 = 0.0f, words1 = 0.0f, chars0 = 0.0f, chars1 = 0.0f;
+      void operator()(hashed_group g, std::uint32_t bucket) noexcept {
+        if (g == hashed_group::words) {
+          words0 += m.hashed[static_cast<std::size_t>(hashed_group::words)][bucket];
+          std::swap(words0, words1);
+        } else {
+          chars0 += m.hashed[static_cast<std::size_t>(hashed_group::chars)][bucket];
+          std::swap(chars0, chars1);
+        }
       }
-    });
-    const std::array<float, hashed_group_count> sums{words0 + words1, chars0 + chars1};
+      void operator()(hashed_group g, const std::uint32_t* buckets, std::size_t count) noexcept {
+        const bool words = g == hashed_group::words;
+        float& next = words ? words0 : chars0;
+        float& other = words ? words1 : chars1;
+        const auto& weights = m.hashed[static_cast<std::size_t>(g)];
+        std::size_t t = 0;
+        for (; t + 2 <= count; t += 2) {
+          next += weights[buckets[t]];
+          other += weights[buckets[t + 1]];
+        }
+        if (t < count) {
+          next += weights[buckets[t]];
+          std::swap(next, other);
+        }
+      }
+    };
+    accumulate acc{*this};
+    const feature_summary s = features::extract(prompt, acc, Arch{});
+    const std::array<float, hashed_group_count> sums{acc.words0 + acc.words1, acc.chars0 + acc.chars1};
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
     for (std::size_t g = 0; g < hashed_group_count; ++g)
