@@ -44,6 +44,21 @@ HEDGE_AVX2_TARGET inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
   return _mm256_set1_epi32(v);
 }
 
+/// Prefetches the block `prefetch_bytes` ahead in the group's stream (groups
+/// are contiguous, so past a group's end this is the next group). Measured on
+/// Zen 3 with weights streamed from DRAM: GEMV 11-12 -> 14-16 GB/s; the
+/// hardware prefetchers alone do not run far enough ahead of these kernels.
+/// The address is formed as an integer: past the matrix end it may point
+/// outside it, which a prefetch never faults on.
+inline constexpr std::size_t prefetch_bytes = 2304;
+template <class Block>
+HEDGE_AVX2_TARGET inline void prefetch_ahead(const Block& block) noexcept {
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block) + prefetch_bytes;
+  for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T0);
+  }
+}
+
 /// Stores the 8 lanes, or the first `valid` of them.
 HEDGE_AVX2_TARGET inline void store_rows(float* y, __m256 v, std::size_t valid) noexcept {
   if (valid == interleave_rows) {
@@ -64,6 +79,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     const auto& g = group[b];
+    prefetch_ahead(g);
     // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
     // Not unrolled: g++ 12 would hoist every quad's products and spill them.
     __m256i sums[M];
@@ -98,6 +114,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, 
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
     const auto& g = group[b];
+    prefetch_ahead(g);
     __m256i dots[M];
     for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
 #pragma GCC unroll 1
