@@ -360,7 +360,7 @@ class complexity_features {
   /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
   ///   every tag reports the same features in the same order)
   template <class Visitor, class Arch = arch::native>
-  static feature_summary extract(std::string_view text, Visitor&& visit, Arch = {}) noexcept {
+  HEDGE_ALWAYS_INLINE static feature_summary extract(std::string_view text, Visitor&& visit, Arch = {}) noexcept {
     feature_summary s;
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
