@@ -4,6 +4,8 @@
 //   hedge-route-eval --leave-domain-out DIR [options]
 // Options: --target-fraction F (calibration target, default 0.5), --epochs N,
 //   --learning-rate X, --l2 X, --calibration-folds K (0: in-sample), --label weak_wrong|strong_better, --limit N (first N domains),
+//   --calibrate-on training|held-out-prompts (threshold from out-of-fold training scores, the default,
+//   or from the even rows of each held-out block, prompts only; the fraction is then measured on the odd rows),
 //   --csv PATH (default route_eval.csv), --svg PATH (default route_eval.svg).
 // Prints a per-block table and, as the last line,
 //   APGR=<x> CPT50=<y> CPT80=<z> random_APGR=<r> n=<rows>
@@ -25,7 +27,7 @@ constexpr std::size_t buckets = 16384;
 int usage(const char* message) {
   std::fprintf(stderr, "hedge-route-eval: %s\nusage: hedge-route-eval --train FILES... --test FILES... | "
                "--leave-domain-out DIR [--target-fraction F] [--epochs N] [--learning-rate X] [--l2 X] "
-               "[--label weak_wrong|strong_better] [--calibration-folds K] [--limit N] [--csv PATH] [--svg PATH]\n", message);
+               "[--label weak_wrong|strong_better] [--calibration-folds K] [--calibrate-on training|held-out-prompts] [--limit N] [--csv PATH] [--svg PATH]\n", message);
   return 2;
 }
 
@@ -139,6 +141,12 @@ int main(int argc, char** argv) {
       opt.fit.l2 = std::atof(argv[++i]), list = nullptr;
     } else if (a == "--calibration-folds") {
       opt.calibration_folds = std::atoi(argv[++i]), list = nullptr;
+    } else if (a == "--calibrate-on") {
+      const std::string_view v = argv[++i];
+      if (v == "training") opt.calibrate_on_held_out_prompts = false;
+      else if (v == "held-out-prompts") opt.calibrate_on_held_out_prompts = true;
+      else return usage("--calibrate-on must be training or held-out-prompts");
+      list = nullptr;
     } else if (a == "--limit") {
       limit = static_cast<std::size_t>(std::atol(argv[++i])), list = nullptr;
     } else if (a == "--label") {

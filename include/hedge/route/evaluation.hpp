@@ -47,6 +47,10 @@ struct evaluation_options {
   /// scores. In-sample scores of the final model are more extreme than its scores on an
   /// unseen domain, so 0 or 1 (in-sample calibration) misses the target by several points.
   int calibration_folds = 3;
+  /// Calibrate on the held-out block's own prompts instead (scores only, no labels, as on a
+  /// user's unlabelled traffic): the threshold comes from the even rows of the block and
+  /// the cloud fraction is measured on its odd rows. The model never sees the block.
+  bool calibrate_on_held_out_prompts = false;
 };
 
 /// One held-out block's result (a domain, or the whole test set).
@@ -63,6 +67,7 @@ struct evaluation_report {
   routing_metrics oracle{};
   double random_apgr = 0.0;  ///< mean over seeds
   double held_out_cloud_fraction = 0.0;  ///< pooled, at the calibrated thresholds
+  std::size_t cloud_fraction_rows = 0;    ///< rows the fraction is measured on
   std::vector<held_out_result> blocks;
   std::vector<scored_outcome> scored;  ///< pooled held-out rows (router score)
 };
@@ -133,32 +138,39 @@ std::vector<double> calibration_scores(const std::vector<const labelled_domain*>
 
 /// Trains on `train`, calibrates, scores `test`; appends to the report.
 template <std::size_t Buckets>
-void run_fold(const std::vector<const labelled_domain*>& train, const std::vector<const labelled_domain*>& test,
+result<void> run_fold(const std::vector<const labelled_domain*>& train, const std::vector<const labelled_domain*>& test,
               const evaluation_options& opt, evaluation_report& report, std::string name) {
   const auto model = train_on<Buckets>(train, opt);
   const auto logit = [&](const sparse_features& f) { return logit_of(*model, f); };
-  std::vector<double> calibration = calibration_scores<Buckets>(train, *model, opt);
-  const double threshold = *threshold_for_cloud_fraction(calibration, opt.target_cloud_fraction);
   held_out_result block;
   block.name = std::move(name);
   std::vector<scored_outcome> rows;
   for (const auto* d : test)
-    for (std::size_t k = 0; k < d->rows.size(); ++k) {
-      const double s = logit(d->features[k]);
-      rows.push_back({s, d->rows[k].weak, d->rows[k].strong});
-      block.cloud_fraction += s > threshold ? 1.0 : 0.0;
-    }
+    for (std::size_t k = 0; k < d->rows.size(); ++k) rows.push_back({logit(d->features[k]), d->rows[k].weak, d->rows[k].strong});
+  std::vector<double> calibration;
+  if (opt.calibrate_on_held_out_prompts) {
+    for (std::size_t k = 0; k < rows.size(); k += 2) calibration.push_back(rows[k].score);
+  } else {
+    calibration = calibration_scores<Buckets>(train, *model, opt);
+  }
+  const auto threshold = threshold_for_cloud_fraction(calibration, opt.target_cloud_fraction);
+  if (!threshold) return threshold.error();
+  const std::size_t first = opt.calibrate_on_held_out_prompts ? 1 : 0, step = opt.calibrate_on_held_out_prompts ? 2 : 1;
+  std::size_t measured = 0;
+  for (std::size_t k = first; k < rows.size(); k += step, ++measured)
+    block.cloud_fraction += rows[k].score > *threshold ? 1.0 : 0.0;
   block.n = rows.size();
   report.held_out_cloud_fraction += block.cloud_fraction;
-  block.cloud_fraction /= static_cast<double>(rows.empty() ? 1 : rows.size());
+  report.cloud_fraction_rows += measured;
+  block.cloud_fraction /= static_cast<double>(measured == 0 ? 1 : measured);
   report.scored.insert(report.scored.end(), rows.begin(), rows.end());
   if (auto m = evaluate_routing(rows)) block.apgr = m->apgr, block.apgr_defined = true;
   report.blocks.push_back(std::move(block));
+  return ok();
 }
 
 inline result<void> finish(evaluation_report& report, const evaluation_options& opt) {
-  const auto n = report.scored.size();
-  report.held_out_cloud_fraction /= static_cast<double>(n == 0 ? 1 : n);
+  report.held_out_cloud_fraction /= static_cast<double>(report.cloud_fraction_rows == 0 ? 1 : report.cloud_fraction_rows);
   std::vector<scored_outcome> pooled = report.scored;
   auto router = evaluate_routing(pooled);
   if (!router) return router.error();
@@ -184,7 +196,7 @@ result<evaluation_report> evaluate_split(const std::vector<const labelled_domain
                                          const std::vector<const labelled_domain*>& test,
                                          const evaluation_options& opt) {
   evaluation_report report;
-  detail::run_fold<Buckets>(train, test, opt, report, "test");
+  HEDGE_TRY(detail::run_fold<Buckets>(train, test, opt, report, "test"));
   HEDGE_TRY(detail::finish(report, opt));
   return report;
 }
@@ -199,7 +211,7 @@ result<evaluation_report> evaluate_leave_domain_out(const std::vector<labelled_d
     std::vector<const labelled_domain*> train, test{&domains[held]};
     for (std::size_t k = 0; k < domains.size(); ++k)
       if (k != held) train.push_back(&domains[k]);
-    detail::run_fold<Buckets>(train, test, opt, report, domains[held].name);
+    HEDGE_TRY(detail::run_fold<Buckets>(train, test, opt, report, domains[held].name));
   }
   HEDGE_TRY(detail::finish(report, opt));
   return report;

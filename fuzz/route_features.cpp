@@ -1,0 +1,37 @@
+// libFuzzer target: complexity features of arbitrary bytes. The vector pass (arch::native
+// when built with -march=native) must report the same buckets per group, in the same
+// order, and the same summary as the scalar pass, its specification.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "hedge/route/complexity_features.hpp"
+
+namespace {
+using features = hedge::route::complexity_features<1024>;
+
+template <class Arch>
+std::array<std::vector<std::uint32_t>, hedge::route::hashed_group_count> trace(std::string_view text,
+                                                                                hedge::route::feature_summary& summary) {
+  std::array<std::vector<std::uint32_t>, hedge::route::hashed_group_count> out;
+  summary = features::extract(
+      text, [&](hedge::route::hashed_group g, std::uint32_t b) noexcept { out[static_cast<std::size_t>(g)].push_back(b); },
+      Arch{});
+  return out;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text{reinterpret_cast<const char*>(data), size};
+  hedge::route::feature_summary scalar{}, native{};
+  const auto expected = trace<hedge::arch::scalar>(text, scalar);
+  const auto got = trace<hedge::arch::native>(text, native);
+  if (got != expected || scalar.occurrences != native.occurrences ||
+      std::memcmp(scalar.dense.data(), native.dense.data(), sizeof scalar.dense) != 0)
+    std::abort();
+  return 0;
+}
