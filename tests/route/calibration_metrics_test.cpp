@@ -102,6 +102,16 @@ TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
   EXPECT_NEAR(report->random_apgr, 0.5, 0.03);
   EXPECT_GT(report->oracle.apgr, 1.0);
   EXPECT_GT(report->router.apgr, report->random_apgr);
+
+  // Calibrating on each held-out domain's own prompts (even rows; measured on odd rows)
+  // changes no score, only where the threshold sits.
+  opt.target_cloud_fraction = 0.2;
+  opt.calibrate_on_held_out_prompts = true;
+  const auto own = evaluate_leave_domain_out<4096>(domains, opt);
+  ASSERT_TRUE(own.ok()) << own.error().c_str();
+  std::printf("mmlu subset, calibrated on held-out prompts: cloud fraction %.4f for 0.2\n", own->held_out_cloud_fraction);
+  EXPECT_EQ(own->router.apgr, report->router.apgr);
+  EXPECT_NEAR(own->held_out_cloud_fraction, 0.2, 0.03);
 }
 
 }  // namespace
