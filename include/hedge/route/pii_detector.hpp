@@ -560,8 +560,12 @@ class pii_detector {
     while (i < t.size()) {
       if constexpr (SkipPlainRuns) {
         if (i >= birth_until) {
-          const std::size_t stop = std::is_constant_evaluated() ? detail::next_pii_stop(t, i, t.size(), arch::scalar{})
-                                                                : detail::next_pii_stop(t, i, t.size(), Arch{});
+          std::size_t stop = t.size();
+          if (std::is_constant_evaluated()) {
+            stop = detail::next_pii_stop(t, i, t.size(), arch::scalar{});
+          } else {
+            stop = detail::next_pii_stop(t, i, t.size(), Arch{});
+          }
           std::size_t resume = stop;  // back to the start of the letter run the stop ends
           while (resume > i && alpha(t[resume - 1])) --resume;
           i = resume;
