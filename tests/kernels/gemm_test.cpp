@@ -175,6 +175,15 @@ TEST(Repack, RoundTripsAndPadsTheLastGroup) {
   EXPECT_EQ((k::repack<q::q4_0>(w.view(), {wrong.data(), wrong.size()})).error().code(), hedge::errc::shape_mismatch);
 }
 
+TEST(GemmEdges, ZeroActivationRowsIsANoOp) {
+  hedge::test::quantized_matrix<q::q4_0> w(8, 64, 1);
+  repacked<q::q4_0> p(w);
+  const hedge::matrix_view<const float> x(nullptr, 0, 64);
+  const hedge::matrix_view<float> y(nullptr, 0, 8);
+  EXPECT_TRUE((k::gemm<q::q4_0>(w.view(), x, y, {})));
+  EXPECT_TRUE((k::gemm<q::q4_0>(p.view, x, y, {})));
+}
+
 TEST(GemmErrors, ShapesWorkspaceAndInputAreChecked) {
   hedge::test::quantized_matrix<q::q8_0> w(8, 64, 1);
   std::vector<float> xs(3 * 64, 0.5f), ys(3 * 8);

@@ -108,6 +108,7 @@ result<void> gemm(matrix_view<const typename W::block> w, matrix_view<const floa
                   std::span<std::byte> workspace, E& executor) {
   HEDGE_TRY(detail::check_arch<A>());
   HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.cols() * W::block_elements, x, y));
+  if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
   const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
   if (!prepared) return prepared.error();
   const matmul::activation_row<W>* rows = *prepared;
@@ -135,6 +136,7 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                   std::span<std::byte> workspace, E& executor) {
   HEDGE_TRY(detail::check_arch<A>());
   HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.k(), x, y));
+  if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
   const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
   if (!prepared) return prepared.error();
   const matmul::activation_row<W>* rows = *prepared;
