@@ -194,22 +194,12 @@ class pii_detector {
   /// \tparam Arch pre-scan instruction set (arch::scalar: the byte-by-byte pre-scan)
   template <class Arch = arch::native>
   constexpr std::size_t find(std::string_view text, std::span<pii_match> out, Arch = {}) const noexcept {
-    std::size_t written = 0;
-    scan<Arch, true>(text, [&](const pii_match& m) {
-      if (written < out.size()) out[written++] = m;
-      return written < out.size();
-    });
-    return written;
+    return write_matches<Arch, true>(text, out);
   }
 
   /// The specification of `find`: every byte visited, no plain-run skip.
   constexpr std::size_t find_reference(std::string_view text, std::span<pii_match> out) const noexcept {
-    std::size_t written = 0;
-    scan<arch::scalar, false>(text, [&](const pii_match& m) {
-      if (written < out.size()) out[written++] = m;
-      return written < out.size();
-    });
-    return written;
+    return write_matches<arch::scalar, false>(text, out);
   }
 
   /// The first entity in the text, if any.
@@ -546,6 +536,16 @@ class pii_detector {
   template <class Sink>
   constexpr bool report(Sink& sink, pii_entity e, std::size_t offset, std::size_t length) const noexcept {
     return sink(pii_match{e, static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(length)});
+  }
+
+  template <class Arch, bool SkipPlainRuns>
+  constexpr std::size_t write_matches(std::string_view text, std::span<pii_match> out) const noexcept {
+    std::size_t written = 0;
+    scan<Arch, SkipPlainRuns>(text, [&](const pii_match& m) {
+      if (written < out.size()) out[written++] = m;
+      return written < out.size();
+    });
+    return written;
   }
 
   /// Calls sink(match) for every entity in order; stops when sink returns false.
