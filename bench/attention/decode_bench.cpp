@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/inputs.hpp"
+#include "common/inputs.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/decode.hpp"
 #include "hedge/kv/cache.hpp"

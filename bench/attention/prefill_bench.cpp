@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/inputs.hpp"
+#include "common/inputs.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/prefill.hpp"
 #include "hedge/kv/cache.hpp"

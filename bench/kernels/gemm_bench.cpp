@@ -36,7 +36,7 @@ template <class W, class A, layout L>
 void gemm_benchmark(benchmark::State& state, std::size_t m, std::size_t threads) {
   const auto w = hb::quantized_weights<W>(n_rows, k_cols);
   const hedge::matrix_view<const typename W::block> plain(w.data(), n_rows, k_cols / W::block_elements);
-  const auto xs = hb::pseudo_random(m * k_cols, 5);
+  const auto xs = hb::pseudo_random_floats(m * k_cols, 5);
   const hedge::matrix_view<const float> x(xs.data(), m, k_cols);
   std::vector<float> ys(m * n_rows);
   const hedge::matrix_view<float> y(ys.data(), m, n_rows);

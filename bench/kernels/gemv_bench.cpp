@@ -77,7 +77,7 @@ const hb::buffer_ring& weights(shape s, hb::residency where, bool interleave) {
 template <class W, class A, bool Interleave>
 void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::size_t threads) {
   const auto& ring = weights<W>(s, where, Interleave);
-  const auto x = hb::pseudo_random(s.k, 11);
+  const auto x = hb::pseudo_random_floats(s.k, 11);
   std::vector<float> y(s.rows);
   std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
   auto& pool = hb::pool(threads);

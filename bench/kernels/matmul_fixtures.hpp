@@ -6,19 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/inputs.hpp"
 #include "hedge/quant/block_format.hpp"
 
 namespace hedge::bench {
-
-/// Deterministic pseudo-random floats in [-1, 1).
-inline std::vector<float> pseudo_random(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
-  }
-  return v;
-}
 
 /// A rows x k matrix of format W in GGUF layout: 16 distinct quantized rows,
 /// tiled (quantizing 45M values with the Q4_K reference search would take
@@ -28,7 +19,7 @@ std::vector<typename W::block> quantized_weights(std::size_t rows, std::size_t k
   constexpr std::size_t distinct = 16;
   const std::size_t blocks = k / W::block_elements;
   std::vector<typename W::block> w(rows * blocks);
-  const auto floats = pseudo_random(distinct * k, 7);
+  const auto floats = pseudo_random_floats(distinct * k, 7);
   for (std::size_t r = 0; r < rows; ++r) {
     if (r < distinct) {
       (void)quant::quantize<W>({floats.data() + r * k, k}, {w.data() + r * blocks, blocks});

@@ -1,6 +1,6 @@
-// bench/attention/inputs.hpp: deterministic benchmark inputs shared by the
-// attention benchmarks (a linear congruential generator: cheap and identical
-// on every run and platform).
+// bench/common/inputs.hpp: deterministic benchmark inputs (a linear
+// congruential generator: cheap and identical on every run and platform;
+// kernel speed does not depend on the values).
 #pragma once
 
 #include <cstddef>
