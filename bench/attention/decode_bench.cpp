@@ -6,7 +6,7 @@
 // Bytes per iteration are the K and V bytes of one layer of the sequence (what
 // decode must stream); `bw_fraction` compares them with the read bandwidth
 // measured in this binary. "cold": the cache holds enough layers (each one
-// sequence's K/V for one layer) that cycling through them exceeds twice the
+// sequence's K/V for one layer) that cycling through them exceeds eight times the
 // LLC, so every iteration streams from DRAM, as a real model's layers do.
 // `avx2` uses a contiguous cache (one page per sequence), `avx2_paged16` and
 // `avx2_paged64` pages of 16 (vLLM's default) and 64 tokens taken alternately by

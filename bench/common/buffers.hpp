@@ -3,7 +3,7 @@
 //
 // A "cold" benchmark must read its data from DRAM every iteration, as a real
 // model's weights are: it cycles through cold_buffer_count(bytes) copies, more
-// than twice the LLC in total, so each copy is evicted before its next use.
+// than eight times the LLC in total, so each copy is evicted before its next use.
 // A "hot" benchmark uses a ring of one.
 #pragma once
 

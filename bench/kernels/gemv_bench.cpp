@@ -1,6 +1,6 @@
 // gemv benchmarks: every weight format x every arch variant this CPU runs x the
 // Llama-7B projection shapes, hot (one matrix, in cache when it fits) and cold
-// (a ring of matrices larger than twice the LLC, so weights stream from DRAM),
+// (a ring of matrices larger than eight times the LLC, so weights stream from DRAM),
 // at 1 thread and at every hardware thread. Names:
 //   gemv/<format>/<arch>/<rows>x<K>/<hot|cold>/threads:<n>
 // bytes_per_second counts weight bytes (the activation is a few KiB in cache);
