@@ -41,6 +41,33 @@ inline quad_rows load_quad(const interleaved<quant::q8_0>::block& g, int j) noex
   return {vld1q_s8(g.qs + 32 * j), vld1q_s8(g.qs + 32 * j + 16)};
 }
 
+/// acc[m] += dots[m] * (row scales d) * (activation m's scale of block b): the
+/// epilogue of one block, shared by every interleaved format.
+template <int M, class Activation>
+HEDGE_DOTPROD_TARGET inline void scale_accumulate(float32x4_t (&acc)[M][2], const int32x4_t (&dots)[M][2],
+                                                  const f16* d, const Activation* x, std::size_t b) noexcept {
+  const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(d));
+  const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
+  const float32x4_t d1 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)));
+  for (int m = 0; m < M; ++m) {
+    const float dx = x[m].scales[b];
+    acc[m][0] = vfmaq_f32(acc[m][0], vcvtq_f32_s32(dots[m][0]), vmulq_n_f32(d0, dx));
+    acc[m][1] = vfmaq_f32(acc[m][1], vcvtq_f32_s32(dots[m][1]), vmulq_n_f32(d1, dx));
+  }
+}
+
+/// Writes the first `valid` of the 8 row results of each activation row m.
+template <int M>
+HEDGE_DOTPROD_TARGET inline void store_rows(const float32x4_t (&acc)[M][2], float* y, std::size_t y_stride,
+                                            std::size_t valid) noexcept {
+  for (int m = 0; m < M; ++m) {
+    float lanes[interleave_rows];
+    vst1q_f32(lanes, acc[m][0]);
+    vst1q_f32(lanes + 4, acc[m][1]);
+    for (std::size_t r = 0; r < valid; ++r) y[static_cast<std::size_t>(m) * y_stride + r] = lanes[r];
+  }
+}
+
 template <int M>
 HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                      const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
@@ -67,21 +94,9 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* grou
         dots[m][1] = vdotq_s32(vdotq_s32(dots[m][1], lo1, x_lo), hi1, x_hi);
       }
     }
-    const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.d));
-    const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
-    const float32x4_t d1 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)));
-    for (int m = 0; m < M; ++m) {
-      const float dx = x[m].scales[b];
-      acc[m][0] = vfmaq_f32(acc[m][0], vcvtq_f32_s32(dots[m][0]), vmulq_n_f32(d0, dx));
-      acc[m][1] = vfmaq_f32(acc[m][1], vcvtq_f32_s32(dots[m][1]), vmulq_n_f32(d1, dx));
-    }
+    scale_accumulate<M>(acc, dots, g.d, x, b);
   }
-  for (int m = 0; m < M; ++m) {
-    float lanes[interleave_rows];
-    vst1q_f32(lanes, acc[m][0]);
-    vst1q_f32(lanes + 4, acc[m][1]);
-    for (std::size_t r = 0; r < valid; ++r) y[static_cast<std::size_t>(m) * y_stride + r] = lanes[r];
-  }
+  store_rows<M>(acc, y, y_stride, valid);
 }
 
 template <int M>
@@ -102,21 +117,9 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q8_0>::block* grou
         dots[m][1] = vdotq_s32(dots[m][1], w.hi, xq);
       }
     }
-    const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.d));
-    const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
-    const float32x4_t d1 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)));
-    for (int m = 0; m < M; ++m) {
-      const float dx = x[m].scales[b];
-      acc[m][0] = vfmaq_f32(acc[m][0], vcvtq_f32_s32(dots[m][0]), vmulq_n_f32(d0, dx));
-      acc[m][1] = vfmaq_f32(acc[m][1], vcvtq_f32_s32(dots[m][1]), vmulq_n_f32(d1, dx));
-    }
+    scale_accumulate<M>(acc, dots, g.d, x, b);
   }
-  for (int m = 0; m < M; ++m) {
-    float lanes[interleave_rows];
-    vst1q_f32(lanes, acc[m][0]);
-    vst1q_f32(lanes + 4, acc[m][1]);
-    for (std::size_t r = 0; r < valid; ++r) y[static_cast<std::size_t>(m) * y_stride + r] = lanes[r];
-  }
+  store_rows<M>(acc, y, y_stride, valid);
 }
 
 }  // namespace neon
