@@ -5,7 +5,7 @@
 //   gemv/<format>/<arch>/<rows>x<K>/<hot|cold>/threads:<n>
 // bytes_per_second counts weight bytes (the activation is a few KiB in cache);
 // bw_fraction divides it by the read bandwidth measured in this binary.
-// Q4_0 and Q8_0 also run on weights repacked into the 8-row interleaved layout
+// Q4_0, Q8_0 and Q4_K also run on weights repacked into the 8-row interleaved layout
 // (kernels/repack.hpp): variants `<arch>_repacked`.
 #include <benchmark/benchmark.h>
 

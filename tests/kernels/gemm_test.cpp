@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -119,26 +120,30 @@ template <class V>
 class InterleavedGemm : public Gemm<V> {};
 using InterleavedVariants =
     ::testing::Types<variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
-                     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>,
+                     variant<q::q4_k, hedge::arch::scalar>, variant<q::q8_0, hedge::arch::avx2>,
+                     variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
                      variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
-                     variant<q::q4_0, hedge::arch::native>>;
+                     variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::native>,
+                     variant<q::q4_k, hedge::arch::native>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
 
 TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
   using W = typename TypeParam::format;
+  // One block, and a K with an odd block count (not a multiple of 256 for the 32-element formats).
+  const std::size_t one = W::block_elements;
   unsigned seed = 20;
-  for (std::size_t kk : {32u, 544u}) {
+  for (std::size_t kk : {one, 17 * one}) {
     for (std::size_t m_rows : {1u, 2u, 3u, 4u, 7u}) {
       for (std::size_t n : {1u, 8u, 13u}) check_gemm<W, typename TypeParam::arch, true>(m_rows, n, kk, seed++);
     }
   }
-  check_gemm<W, typename TypeParam::arch, true>(70, 24, 64, seed++);  // crosses the 64-row chunk
+  check_gemm<W, typename TypeParam::arch, true>(70, 24, 2 * one, seed++);  // crosses the 64-row chunk
 }
 
 TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {
   using W = typename TypeParam::format;
   using A = typename TypeParam::arch;
-  const std::size_t m_rows = 11, n = 43, kk = 128;
+  const std::size_t m_rows = 11, n = 43, kk = 4 * W::block_elements;
   hedge::test::quantized_matrix<W> w(n, kk, 3);
   repacked<W> p(w);
   const auto xs = hedge::test::random_floats(m_rows * kk, 4);
@@ -157,13 +162,14 @@ TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {
   }
 }
 
-TEST(Repack, RoundTripsAndPadsTheLastGroup) {
-  hedge::test::quantized_matrix<q::q4_0> w(11, 96, 9);
-  repacked<q::q4_0> p(w);
+template <class W>
+void check_round_trip() {
+  hedge::test::quantized_matrix<W> w(11, 3 * W::block_elements, 9);
+  repacked<W> p(w);
   EXPECT_EQ(p.view.groups(), 2u);
   for (std::size_t r = 0; r < 16; ++r) {
     for (std::size_t b = 0; b < 3; ++b) {
-      const auto back = k::original_block<q::q4_0>(p.view.group(r / 8)[b], r % 8);
+      const auto back = k::original_block<W>(p.view.group(r / 8)[b], r % 8);
       if (r < 11) {
         EXPECT_EQ(std::memcmp(&back, &w.view()(r, b), sizeof back), 0) << r << "," << b;
       } else {
@@ -171,8 +177,40 @@ TEST(Repack, RoundTripsAndPadsTheLastGroup) {
       }
     }
   }
-  std::vector<k::interleaved<q::q4_0>::block> wrong(3);
-  EXPECT_EQ((k::repack<q::q4_0>(w.view(), {wrong.data(), wrong.size()})).error().code(), hedge::errc::shape_mismatch);
+  std::vector<typename k::interleaved<W>::block> wrong(3);
+  EXPECT_EQ((k::repack<W>(w.view(), {wrong.data(), wrong.size()})).error().code(), hedge::errc::shape_mismatch);
+}
+
+TEST(Repack, RoundTripsAndPadsTheLastGroup) {
+  check_round_trip<q::q4_0>();
+  check_round_trip<q::q8_0>();
+  check_round_trip<q::q4_k>();
+}
+
+TEST(Repack, Q4KScalesAndMinsRoundTripEveryValue) {
+  // Every 6-bit scale and min value in every sub-block position survives
+  // unpacking into the interleaved block and packing back.
+  for (unsigned v = 0; v < 64; ++v) {
+    q::q4_k::block src{};
+    std::uint8_t scales[8], mins[8];
+    for (std::size_t j = 0; j < 8; ++j) {
+      scales[j] = static_cast<std::uint8_t>((v + 7 * j) % 64);
+      mins[j] = static_cast<std::uint8_t>((v + 13 * j + 5) % 64);
+    }
+    for (std::size_t j = 0; j < 4; ++j) {
+      src.scales[j] = static_cast<std::uint8_t>(scales[j] | ((scales[j + 4] >> 4) << 6));
+      src.scales[j + 4] = static_cast<std::uint8_t>(mins[j] | ((mins[j + 4] >> 4) << 6));
+      src.scales[j + 8] = static_cast<std::uint8_t>((scales[j + 4] & 0x0F) | ((mins[j + 4] & 0x0F) << 4));
+    }
+    for (std::size_t j = 0; j < 8; ++j) {
+      ASSERT_EQ(q::q4_k::unpack_scale_min(src.scales, j).scale, scales[j]);
+      ASSERT_EQ(q::q4_k::unpack_scale_min(src.scales, j).min, mins[j]);
+    }
+    k::interleaved<q::q4_k>::block group{};
+    k::interleaved<q::q4_k>::pack(group, v % 8, src);
+    const auto back = k::original_block<q::q4_k>(group, v % 8);
+    EXPECT_EQ(std::memcmp(back.scales, src.scales, sizeof src.scales), 0) << v;
+  }
 }
 
 TEST(GemmEdges, ZeroActivationRowsIsANoOp) {

@@ -16,8 +16,25 @@
 // and the high nibbles values 16+4j..16+4j+3, as in the original block. The
 // bytes are the original ones moved, so a group is exactly 8 blocks long and
 // streams the same bytes per row as the GGUF layout (ggml's q4_0x8 and
-// KleidiAI repack the same way). Rows beyond a multiple of 8 are padded with
-// zero blocks. Repacking is explicit (`repack`), never done per call.
+// KleidiAI repack the same way).
+//
+// Q4_K (8 rows x one 256-element super-block, 1184 bytes):
+//
+//   d[8], dmin[8]:  fp16                                         (32 bytes)
+//   scales[8 j + r]:        6-bit scale of sub-block j, row r    (64 bytes)
+//   mins[16 p + 2 r + i]:   6-bit min of sub-block 2p + i, row r (64 bytes)
+//   qs[256 g + 32 j + 4 r + i] = byte 32 g + 4 j + i of row r's qs  (1024 bytes)
+//
+// The nibbles move like Q4_0's (quad j of group g: low nibbles sub-block 2g,
+// high nibbles 2g+1). The 12 bytes of packed 6-bit scales and mins are stored
+// unpacked, one byte each (+32 bytes per group block, 2.8% more than GGUF),
+// so the kernels load 8 rows' scales of a sub-block with one 8-byte load
+// instead of unpacking 8 rows' fields every super-block; the mins are stored
+// in pairs so one vpmaddwd applies two sub-blocks' mins per row. (ggml's
+// q4_Kx8 keeps the packed 96 bytes and unpacks them per block.)
+//
+// Rows beyond a multiple of 8 are padded with zero blocks. Repacking is
+// explicit (`repack`), never done per call.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +47,7 @@
 #include "hedge/core/view.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace hedge::kernels {
@@ -37,41 +55,123 @@ namespace hedge::kernels {
 /// Rows per interleaved group.
 inline constexpr std::size_t interleave_rows = 8;
 
-/// The 8-row interleaved layout of format W (defined for Q4_0 and Q8_0).
+/// The 8-row interleaved layout of format W (defined for Q4_0, Q8_0 and Q4_K),
+/// with `pack` / `unpack` moving one row's block in and out of a group block.
 /// \tparam W the per-row format whose blocks are interleaved
 template <quant::BlockFormat W>
 struct interleaved;
 
+namespace detail {
+
+/// Moves row r's block into (pack) or out of (unpack) a quad-interleaved
+/// group: quad j of the row at bytes [32 j + 4 r, +4) (Q4_0, Q8_0).
+template <std::size_t Quads, class Group, class Block>
+constexpr void pack_quads(Group& dst, std::size_t r, const Block& src) noexcept {
+  dst.d[r] = src.d;
+  for (std::size_t j = 0; j < Quads; ++j) {
+    for (std::size_t i = 0; i < 4; ++i) dst.qs[32 * j + 4 * r + i] = src.qs[4 * j + i];
+  }
+}
+template <std::size_t Quads, class Block, class Group>
+constexpr Block unpack_quads(const Group& group, std::size_t r) noexcept {
+  Block b{};
+  b.d = group.d[r];
+  for (std::size_t j = 0; j < Quads; ++j) {
+    for (std::size_t i = 0; i < 4; ++i) b.qs[4 * j + i] = group.qs[32 * j + 4 * r + i];
+  }
+  return b;
+}
+
+}  // namespace detail
+
 template <>
 struct interleaved<quant::q4_0> {
   using format = quant::q4_0;
-  static constexpr std::size_t quads = 4;
   struct block {
     hedge::f16 d[interleave_rows];
     std::uint8_t qs[interleave_rows * 16];
   };
+  static constexpr void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    detail::pack_quads<4>(dst, r, src);
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    return detail::unpack_quads<4, format::block>(group, r);
+  }
 };
 
 template <>
 struct interleaved<quant::q8_0> {
   using format = quant::q8_0;
-  static constexpr std::size_t quads = 8;
   struct block {
     hedge::f16 d[interleave_rows];
     std::int8_t qs[interleave_rows * 32];
   };
+  static constexpr void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    detail::pack_quads<8>(dst, r, src);
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    return detail::unpack_quads<8, format::block>(group, r);
+  }
+};
+
+template <>
+struct interleaved<quant::q4_k> {
+  using format = quant::q4_k;
+  static constexpr std::size_t subs = format::sub_blocks;
+  struct block {
+    hedge::f16 d[interleave_rows];
+    hedge::f16 dmin[interleave_rows];
+    std::uint8_t scales[subs * interleave_rows];
+    std::uint8_t mins[subs * interleave_rows];
+    std::uint8_t qs[interleave_rows * format::block_elements / 2];
+  };
+  static void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    dst.d[r] = src.d;
+    dst.dmin[r] = src.dmin;
+    const auto sm = format::unpack_scales_mins(src.scales);
+    for (std::size_t j = 0; j < subs; ++j) {
+      dst.scales[interleave_rows * j + r] = sm.scales[j];
+      dst.mins[16 * (j / 2) + 2 * r + j % 2] = sm.mins[j];
+    }
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t j = 0; j < 8; ++j) std::memcpy(dst.qs + 256 * g + 32 * j + 4 * r, src.qs + 32 * g + 4 * j, 4);
+    }
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    format::block b{};
+    b.d = group.d[r];
+    b.dmin = group.dmin[r];
+    std::uint8_t s[subs], m[subs];
+    for (std::size_t j = 0; j < subs; ++j) {
+      s[j] = group.scales[interleave_rows * j + r];
+      m[j] = group.mins[16 * (j / 2) + 2 * r + j % 2];
+    }
+    // The inverse of q4_k::unpack_scale_min (layout in quant/q4_k.hpp).
+    for (std::size_t j = 0; j < 4; ++j) {
+      b.scales[j] = static_cast<std::uint8_t>(s[j] | ((s[j + 4] >> 4) << 6));
+      b.scales[j + 4] = static_cast<std::uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+      b.scales[j + 8] = static_cast<std::uint8_t>((s[j + 4] & 0x0F) | ((m[j + 4] & 0x0F) << 4));
+    }
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t j = 0; j < 8; ++j) {
+        for (std::size_t i = 0; i < 4; ++i) b.qs[32 * g + 4 * j + i] = group.qs[256 * g + 32 * j + 4 * r + i];
+      }
+    }
+    return b;
+  }
 };
 
 static_assert(sizeof(interleaved<quant::q4_0>::block) == 8 * sizeof(quant::q4_0::block));
 static_assert(sizeof(interleaved<quant::q8_0>::block) == 8 * sizeof(quant::q8_0::block));
+static_assert(sizeof(interleaved<quant::q4_k>::block) == 8 * sizeof(quant::q4_k::block) + 32);
 
 /// A format with an interleaved layout.
 template <class W>
 concept Interleavable = quant::BlockFormat<W> && requires { typename interleaved<W>::block; };
 
 /// A rows x K matrix in the interleaved layout: ceil(rows / 8) groups of
-/// K / 32 blocks each, group-major. Non-owning, like matrix_view.
-/// \tparam W the per-row format (Q4_0 or Q8_0)
+/// K / block_elements blocks each, group-major. Non-owning, like matrix_view.
+/// \tparam W the per-row format (Q4_0, Q8_0 or Q4_K)
 template <Interleavable W>
 class interleaved_view {
  public:
@@ -108,12 +208,7 @@ constexpr std::size_t interleaved_blocks(std::size_t rows, std::size_t k) noexce
 /// Row r (0..7) of an interleaved group block, as the original GGUF block.
 template <Interleavable W>
 constexpr typename W::block original_block(const typename interleaved<W>::block& group, std::size_t r) noexcept {
-  typename W::block b{};
-  b.d = group.d[r];
-  for (std::size_t j = 0; j < interleaved<W>::quads; ++j) {
-    for (std::size_t i = 0; i < 4; ++i) b.qs[4 * j + i] = group.qs[32 * j + 4 * r + i];
-  }
-  return b;
+  return interleaved<W>::unpack(group, r);
 }
 
 /// Copies `w` into the interleaved layout in `out` (interleaved_blocks(rows, k)
@@ -126,15 +221,12 @@ result<interleaved_view<W>> repack(matrix_view<const typename W::block> w,
     return error{errc::shape_mismatch} << "repack<" << W::name << ">: " << w.rows() << "x" << k << " needs "
                                        << interleaved_blocks<W>(w.rows(), k) << " blocks, got " << out.size();
   }
-  constexpr std::size_t quads = interleaved<W>::quads;
   for (std::size_t g = 0; g * interleave_rows < w.rows(); ++g) {
     for (std::size_t b = 0; b < w.cols(); ++b) {
       auto& dst = out[g * w.cols() + b];
       std::memset(static_cast<void*>(&dst), 0, sizeof dst);
       for (std::size_t r = 0; r < interleave_rows && g * interleave_rows + r < w.rows(); ++r) {
-        const typename W::block& src = w(g * interleave_rows + r, b);
-        dst.d[r] = src.d;
-        for (std::size_t j = 0; j < quads; ++j) std::memcpy(dst.qs + 32 * j + 4 * r, src.qs + 4 * j, 4);
+        interleaved<W>::pack(dst, r, w(g * interleave_rows + r, b));
       }
     }
   }

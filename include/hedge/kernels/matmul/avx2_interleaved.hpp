@@ -14,6 +14,13 @@
 //         prepared with the activation), cvt, fma with d_w[8] * d_x
 //   Q8_0: |w| . sign(x, w) per quad, vpmaddwd each (two int8 pairs can reach
 //         2 * 127 * 127), int32 sum, cvt, fma
+//   Q4_K: per 64-element group, the 8 quads' vpmaddubsw(nibbles, x) summed in
+//         int16 per sub-block (same bound as Q4_0: |Q8_K q| <= 127), then one
+//         vpmaddwd by the 8 rows' 6-bit scales (each row's scale in both int16
+//         halves of its lane) scales and pair-sums; int32 over the super-block.
+//         The mins: vpmaddwd of the rows' min pairs by the activation's
+//         32-element sums (from Q8_K's bsums), 4 per super-block, as in ggml's
+//         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
 // A row's operations do not depend on M, so GEMM row m equals GEMV of row m.
 #pragma once
@@ -31,7 +38,9 @@
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
 
 namespace hedge::kernels::matmul {
 
@@ -131,6 +140,69 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, 
     for (int m = 0; m < M; ++m) {
       const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
       acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[m]);
+    }
+  }
+  for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);
+}
+
+template <int M>
+HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
+                                  const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
+                                  std::size_t valid) noexcept {
+  __m256 acc[M];
+  for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const auto& g = group[b];
+    prefetch_ahead(g);
+    __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
+    for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
+      __m256i sum_lo[M], sum_hi[M];
+      for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
+      const std::uint8_t* qs = g.qs + 256 * h;
+#pragma GCC unroll 2
+      for (int j = 0; j < 8; ++j) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+        const __m256i lo = _mm256_and_si256(q, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        for (int m = 0; m < M; ++m) {
+          const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
+          sum_lo[m] = _mm256_add_epi16(sum_lo[m], madd_u8s8_i16(lo, broadcast_quad(xq)));
+          sum_hi[m] = _mm256_add_epi16(sum_hi[m], madd_u8s8_i16(hi, broadcast_quad(xq + 32)));
+        }
+      }
+      // Scales of sub-blocks 2h and 2h + 1, bytes doubled so each row's scale
+      // fills both int16 halves of its lane.
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * h));
+      const __m256i s_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+      const __m256i s_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
+      for (int m = 0; m < M; ++m) {
+        total[m] = _mm256_add_epi32(total[m], _mm256_add_epi32(_mm256_madd_epi16(sum_lo[m], s_lo),
+                                                               _mm256_madd_epi16(sum_hi[m], s_hi)));
+      }
+    }
+    __m256i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs
+    for (int p = 0; p < 4; ++p) {
+      mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.mins + 16 * p)));
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.dmin)));
+    for (int m = 0; m < M; ++m) {
+      const quant::q8_k::block& xb = x[m].blocks[b];
+      // The activation's 8 sub-block sums (int16, |s| <= 4064), pair p in int32 lane p.
+      const __m256i sums = _mm256_broadcastsi128_si256(
+          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8))));
+      const __m256i min_total = _mm256_add_epi32(
+          _mm256_add_epi32(_mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(sums, 0x00)),
+                           _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(sums, 0x55))),
+          _mm256_add_epi32(_mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(sums, 0xAA)),
+                           _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(sums, 0xFF))));
+      const __m256 dx = _mm256_broadcast_ss(&xb.d);
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[m]), _mm256_mul_ps(d, dx), acc[m]);
+      acc[m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(dmin, dx), acc[m]);
     }
   }
   for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);

@@ -4,6 +4,9 @@
 // activation's 4 values broadcast to every lane gives each row's partial dot
 // in its own int32 lane, so the 8 rows' results need no horizontal sums.
 // Q4_0 nibbles become signed (n - 8) before sdot, so no offset is needed.
+// Q4_K nibbles stay unsigned (0..15 is a valid int8); each sub-block's sdot
+// sums are multiplied by the rows' 6-bit scales (vmla), and the mins applied
+// through Q8_K's block sums (vmlal by the rows' min pairs, then vpadd).
 // A row's operations do not depend on M, so GEMM row m equals GEMV of row m.
 #pragma once
 
@@ -20,7 +23,9 @@
 #include "hedge/kernels/matmul/neon_gemv.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q8_0.hpp"
+#include "hedge/quant/q8_k.hpp"
 
 namespace hedge::kernels::matmul {
 
@@ -118,6 +123,84 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q8_0>::block* grou
       }
     }
     scale_accumulate<M>(acc, dots, g.d, x, b);
+  }
+  store_rows<M>(acc, y, y_stride, valid);
+}
+
+/// Bytes 0-3 / 4-7 of 8 unsigned bytes (one per row) widened to int32 lanes.
+struct row_values {
+  int32x4_t lo, hi;
+};
+inline row_values widen_rows(uint8x8_t v) noexcept {
+  const uint16x8_t wide = vmovl_u8(v);
+  return {vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(wide))), vreinterpretq_s32_u32(vmovl_high_u16(wide))};
+}
+
+template <int M>
+HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
+                                     const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
+                                     std::size_t valid) noexcept {
+  float32x4_t acc[M][2];
+  for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = vdupq_n_f32(0.f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const auto& g = group[b];
+    int32x4_t total[M][2];  // per row: sum over sub-blocks of scale * sum(n * x)
+    for (int m = 0; m < M; ++m) total[m][0] = total[m][1] = vdupq_n_s32(0);
+    for (int h = 0; h < 4; ++h) {  // sub-blocks 2h (low nibbles) and 2h + 1 (high)
+      int32x4_t dot_lo[M][2], dot_hi[M][2];
+      for (int m = 0; m < M; ++m) dot_lo[m][0] = dot_lo[m][1] = dot_hi[m][0] = dot_hi[m][1] = vdupq_n_s32(0);
+      for (int j = 0; j < 8; ++j) {
+        const uint8x16_t q0 = vld1q_u8(g.qs + 256 * h + 32 * j), q1 = vld1q_u8(g.qs + 256 * h + 32 * j + 16);
+        const int8x16_t lo0 = vreinterpretq_s8_u8(vandq_u8(q0, low4)), lo1 = vreinterpretq_s8_u8(vandq_u8(q1, low4));
+        const int8x16_t hi0 = vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), hi1 = vreinterpretq_s8_u8(vshrq_n_u8(q1, 4));
+        for (int m = 0; m < M; ++m) {
+          const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
+          const int8x16_t x_lo = broadcast_quad(xq), x_hi = broadcast_quad(xq + 32);
+          dot_lo[m][0] = vdotq_s32(dot_lo[m][0], lo0, x_lo);
+          dot_lo[m][1] = vdotq_s32(dot_lo[m][1], lo1, x_lo);
+          dot_hi[m][0] = vdotq_s32(dot_hi[m][0], hi0, x_hi);
+          dot_hi[m][1] = vdotq_s32(dot_hi[m][1], hi1, x_hi);
+        }
+      }
+      const uint8x16_t s = vld1q_u8(g.scales + 16 * h);
+      const row_values s_lo = widen_rows(vget_low_u8(s)), s_hi = widen_rows(vget_high_u8(s));
+      for (int m = 0; m < M; ++m) {
+        total[m][0] = vmlaq_s32(vmlaq_s32(total[m][0], dot_lo[m][0], s_lo.lo), dot_hi[m][0], s_hi.lo);
+        total[m][1] = vmlaq_s32(vmlaq_s32(total[m][1], dot_lo[m][1], s_lo.hi), dot_hi[m][1], s_hi.hi);
+      }
+    }
+    const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.d));
+    const uint16x8_t dmin_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(g.dmin));
+    const float32x4_t d[2] = {vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits))),
+                              vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(d_bits)))};
+    const float32x4_t dmin[2] = {vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dmin_bits))),
+                                 vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dmin_bits)))};
+    for (int m = 0; m < M; ++m) {
+      const quant::q8_k::block& xb = x[m].blocks[b];
+      // The activation's 8 sub-block sums; pair p = (s_2p, s_2p+1) is int32 lane p.
+      const int32x4_t sums = vreinterpretq_s32_s16(vpaddq_s16(vld1q_s16(xb.bsums), vld1q_s16(xb.bsums + 8)));
+      const int16x8_t pairs[4] = {vreinterpretq_s16_s32(vdupq_laneq_s32(sums, 0)),
+                                  vreinterpretq_s16_s32(vdupq_laneq_s32(sums, 1)),
+                                  vreinterpretq_s16_s32(vdupq_laneq_s32(sums, 2)),
+                                  vreinterpretq_s16_s32(vdupq_laneq_s32(sums, 3))};
+      // Products for rows 0-1, 2-3, 4-5, 6-7 (two lanes per row), pair-summed below.
+      int32x4_t part[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+      for (int p = 0; p < 4; ++p) {
+        const uint8x16_t mv = vld1q_u8(g.mins + 16 * p);  // rows' (m_2p, m_2p+1)
+        const int16x8_t m03 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mv)));
+        const int16x8_t m47 = vreinterpretq_s16_u16(vmovl_high_u8(mv));
+        part[0] = vmlal_s16(part[0], vget_low_s16(m03), vget_low_s16(pairs[p]));
+        part[1] = vmlal_high_s16(part[1], m03, pairs[p]);
+        part[2] = vmlal_s16(part[2], vget_low_s16(m47), vget_low_s16(pairs[p]));
+        part[3] = vmlal_high_s16(part[3], m47, pairs[p]);
+      }
+      const int32x4_t min_total[2] = {vpaddq_s32(part[0], part[1]), vpaddq_s32(part[2], part[3])};
+      for (int i = 0; i < 2; ++i) {
+        acc[m][i] = vfmaq_f32(acc[m][i], vcvtq_f32_s32(total[m][i]), vmulq_n_f32(d[i], xb.d));
+        acc[m][i] = vfmsq_f32(acc[m][i], vcvtq_f32_s32(min_total[i]), vmulq_n_f32(dmin[i], xb.d));
+      }
+    }
   }
   store_rows<M>(acc, y, y_stride, valid);
 }
