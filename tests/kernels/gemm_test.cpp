@@ -138,6 +138,9 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
     }
   }
   check_gemm<W, typename TypeParam::arch, true>(70, 24, 2 * one, seed++);  // crosses the 64-row chunk
+  // GEMV runs of 4 groups then 1, and 4 + 4 with a partial last group.
+  check_gemm<W, typename TypeParam::arch, true>(1, 37, 3 * one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(2, 61, one, seed++);
 }
 
 TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {

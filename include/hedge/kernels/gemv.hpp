@@ -117,7 +117,9 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
 }
 
 /// y = W x for weights repacked into the interleaved layout (repack.hpp); the
-/// executor splits the 8-row groups. Same workspace as the plain layout.
+/// executor splits the 8-row groups, each part runs the arch's multi-group
+/// GEMV kernel where it has one (`gemv_groups`, AVX2), else the GEMM
+/// microkernel with one activation row per group. Same workspace as the plain layout.
 template <Interleavable W, arch::Arch A = arch::native, Executor E = exec::serial>
 result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
@@ -130,9 +132,17 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
   if (!activation) return activation.error();
   const matmul::activation_row<W> row = *activation;
   executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t g = begin; g < end; ++g) {
-      const std::size_t valid = std::min(interleave_rows, w.rows() - g * interleave_rows);
-      matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), &row, 1, y.data() + g * interleave_rows, 0, valid);
+    const std::size_t first = begin * interleave_rows;
+    const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
+    if constexpr (requires { matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row,
+                                                 y.data() + first, valid); }) {
+      matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row, y.data() + first, valid);
+    } else {
+      for (std::size_t g = begin; g < end; ++g) {
+        const std::size_t rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
+        matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), &row, 1, y.data() + g * interleave_rows, 0,
+                           rows);
+      }
     }
   });
   return ok();

@@ -22,7 +22,12 @@
 //         32-element sums (from Q8_K's bsums), 4 per super-block, as in ggml's
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
-// A row's operations do not depend on M, so GEMM row m equals GEMV of row m.
+// GEMV (M = 1) of Q4_0/Q8_0 runs 4 groups at once instead (G = 4,
+// group_tile<1, 4>): 4 weight streams from DRAM one group apart, which a Zen 3
+// core reads faster than one stream (a plain read loop on this guest: ~15 GB/s
+// for one stream, ~19 GB/s for four), and 4 accumulators as in the GEMM tile.
+// A row's operations depend neither on M nor on G, so GEMM row m equals GEMV
+// of row m and results do not depend on the thread count.
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hedge/core/arch.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
@@ -79,133 +85,156 @@ HEDGE_AVX2_TARGET inline void store_rows(float* y, __m256 v, std::size_t valid) 
   }
 }
 
-template <int M>
+/// Stores the G x M tile: group t's rows at y[8 t ..], `valid` rows in all.
+template <int M, int G>
+HEDGE_AVX2_TARGET inline void store_tile(const __m256 (&acc)[G][M], float* y, std::size_t y_stride,
+                                         std::size_t valid) noexcept {
+  for (int t = 0; t < G; ++t) {
+    const std::size_t first = interleave_rows * static_cast<std::size_t>(t);
+    const std::size_t rows = valid - first < interleave_rows ? valid - first : interleave_rows;
+    for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride + first, acc[t][m], rows);
+  }
+}
+
+template <int M, int G>
 HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
-  __m256 acc[M];
-  for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
+  __m256 acc[G][M];
+  for (int t = 0; t < G; ++t) {
+    for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
+  }
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
-    const auto& g = group[b];
-    prefetch_ahead(g);
-    // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
-    // Not unrolled: g++ 12 would hoist every quad's products and spill them.
-    __m256i sums[M];
-    for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
+    for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
+      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      prefetch_ahead(g);
+      // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
+      // Not unrolled: g++ 12 would hoist every quad's products and spill them.
+      __m256i sums[M];
+      for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
 #pragma GCC unroll 1
-    for (int j = 0; j < 4; ++j) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-      const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
+        const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+        for (int m = 0; m < M; ++m) {
+          const std::int8_t* xq = x[m].blocks[b].qs;
+          const __m256i pair = _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * j)),
+                                                madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
+          sums[m] = _mm256_add_epi16(sums[m], pair);
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
       for (int m = 0; m < M; ++m) {
-        const std::int8_t* xq = x[m].blocks[b].qs;
-        const __m256i pair = _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * j)),
-                                              madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
-        sums[m] = _mm256_add_epi16(sums[m], pair);
+        const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(sums[m]), _mm256_set1_epi32(x[m].offsets[b]));
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
+        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[t][m]);
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-    for (int m = 0; m < M; ++m) {
-      const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(sums[m]), _mm256_set1_epi32(x[m].offsets[b]));
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[m]);
-    }
   }
-  for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);
+  store_tile<M, G>(acc, y, y_stride, valid);
 }
 
-template <int M>
+template <int M, int G>
 HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
-  __m256 acc[M];
-  for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
+  __m256 acc[G][M];
+  for (int t = 0; t < G; ++t) {
+    for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
+  }
   for (std::size_t b = 0; b < blocks; ++b) {
-    const auto& g = group[b];
-    prefetch_ahead(g);
-    __m256i dots[M];
-    for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
+    for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
+      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      prefetch_ahead(g);
+      __m256i dots[M];
+      for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
 #pragma GCC unroll 1
-    for (int j = 0; j < 8; ++j) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-      const __m256i magnitude = _mm256_sign_epi8(w, w);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
+        const __m256i magnitude = _mm256_sign_epi8(w, w);
+        for (int m = 0; m < M; ++m) {
+          const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x[m].blocks[b].qs + 4 * j), w);
+          const __m256i dot = dot_u8s8_i32(magnitude, signed_x);
+          dots[m] = _mm256_add_epi32(dots[m], dot);
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
       for (int m = 0; m < M; ++m) {
-        const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x[m].blocks[b].qs + 4 * j), w);
-        const __m256i dot = dot_u8s8_i32(magnitude, signed_x);
-        dots[m] = _mm256_add_epi32(dots[m], dot);
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
+        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[t][m]);
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-    for (int m = 0; m < M; ++m) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[m]);
-    }
   }
-  for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);
+  store_tile<M, G>(acc, y, y_stride, valid);
 }
 
-template <int M>
+template <int M, int G>
 HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
-  __m256 acc[M];
-  for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
+  __m256 acc[G][M];
+  for (int t = 0; t < G; ++t) {
+    for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
+  }
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
-    const auto& g = group[b];
-    prefetch_ahead(g);
-    __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
-    for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
+    for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
+      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      prefetch_ahead(g);
+      __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
+      for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
 #pragma GCC unroll 1
-    for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
-      __m256i sum_lo[M], sum_hi[M];
-      for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
-      const std::uint8_t* qs = g.qs + 256 * h;
+      for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
+        __m256i sum_lo[M], sum_hi[M];
+        for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
+        const std::uint8_t* qs = g.qs + 256 * h;
 #pragma GCC unroll 2
-      for (int j = 0; j < 8; ++j) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-        const __m256i lo = _mm256_and_si256(q, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        for (int j = 0; j < 8; ++j) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+          const __m256i lo = _mm256_and_si256(q, low4);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+          for (int m = 0; m < M; ++m) {
+            const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
+            sum_lo[m] = _mm256_add_epi16(sum_lo[m], madd_u8s8_i16(lo, broadcast_quad(xq)));
+            sum_hi[m] = _mm256_add_epi16(sum_hi[m], madd_u8s8_i16(hi, broadcast_quad(xq + 32)));
+          }
+        }
+        // Scales of sub-blocks 2h and 2h + 1, bytes doubled so each row's scale
+        // fills both int16 halves of its lane.
+        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * h));
+        const __m256i s_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+        const __m256i s_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
         for (int m = 0; m < M; ++m) {
-          const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
-          sum_lo[m] = _mm256_add_epi16(sum_lo[m], madd_u8s8_i16(lo, broadcast_quad(xq)));
-          sum_hi[m] = _mm256_add_epi16(sum_hi[m], madd_u8s8_i16(hi, broadcast_quad(xq + 32)));
+          total[m] = _mm256_add_epi32(total[m], _mm256_add_epi32(_mm256_madd_epi16(sum_lo[m], s_lo),
+                                                                 _mm256_madd_epi16(sum_hi[m], s_hi)));
         }
       }
-      // Scales of sub-blocks 2h and 2h + 1, bytes doubled so each row's scale
-      // fills both int16 halves of its lane.
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * h));
-      const __m256i s_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
-      const __m256i s_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
+      __m256i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs
+      for (int p = 0; p < 4; ++p) {
+        mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.mins + 16 * p)));
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.dmin)));
       for (int m = 0; m < M; ++m) {
-        total[m] = _mm256_add_epi32(total[m], _mm256_add_epi32(_mm256_madd_epi16(sum_lo[m], s_lo),
-                                                               _mm256_madd_epi16(sum_hi[m], s_hi)));
+        const quant::q8_k::block& xb = x[m].blocks[b];
+        // The activation's 8 sub-block sums (int16, |s| <= 4064), pair p in int32 lane p.
+        const __m256i sums = _mm256_broadcastsi128_si256(
+            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8))));
+        const __m256i min_total = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(sums, 0x00)),
+                             _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(sums, 0x55))),
+            _mm256_add_epi32(_mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(sums, 0xAA)),
+                             _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(sums, 0xFF))));
+        const __m256 dx = _mm256_broadcast_ss(&xb.d);
+        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[m]), _mm256_mul_ps(d, dx), acc[t][m]);
+        acc[t][m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(dmin, dx), acc[t][m]);
       }
     }
-    __m256i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs
-    for (int p = 0; p < 4; ++p) {
-      mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.mins + 16 * p)));
-    }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.dmin)));
-    for (int m = 0; m < M; ++m) {
-      const quant::q8_k::block& xb = x[m].blocks[b];
-      // The activation's 8 sub-block sums (int16, |s| <= 4064), pair p in int32 lane p.
-      const __m256i sums = _mm256_broadcastsi128_si256(
-          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8))));
-      const __m256i min_total = _mm256_add_epi32(
-          _mm256_add_epi32(_mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(sums, 0x00)),
-                           _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(sums, 0x55))),
-          _mm256_add_epi32(_mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(sums, 0xAA)),
-                           _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(sums, 0xFF))));
-      const __m256 dx = _mm256_broadcast_ss(&xb.d);
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[m]), _mm256_mul_ps(d, dx), acc[m]);
-      acc[m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(dmin, dx), acc[m]);
-    }
   }
-  for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride, acc[m], valid);
+  store_tile<M, G>(acc, y, y_stride, valid);
 }
 
 /// `rows` activation rows against one group: tiles of 4, then 2, then 1.
@@ -216,19 +245,56 @@ HEDGE_AVX2_TARGET void group_rows(const typename interleaved<W>::block* group, s
   for (std::size_t m = 0; m < rows;) {
     const std::size_t left = rows - m;
     if (left >= 4) {
-      group_tile<4>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<4, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 4;
     } else if (left >= 2) {
-      group_tile<2>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<2, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 2;
     } else {
-      group_tile<1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<1, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 1;
     }
   }
 }
 
+/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (measured from DRAM on Zen 3:
+/// 1.12-1.24x one group at a time); 1 for Q4_K, whose 4-group tile measured
+/// 0.83-0.91x (in L3 too, so compute, not the memory streams).
+template <class W>
+inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> ? 1 : 4;
+
+/// One activation row against `groups` consecutive groups: tiles of
+/// gemv_tile_groups<W> groups, then 2, then 1 (`valid` rows in all).
+template <class W>
+HEDGE_AVX2_TARGET void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
+                                      std::size_t blocks, const activation_row<W>& x, float* y,
+                                      std::size_t valid) noexcept {
+  constexpr std::size_t tile = gemv_tile_groups<W>;
+  for (std::size_t t = 0; t < groups;) {
+    const std::size_t left = groups - t;
+    const std::size_t first = t * interleave_rows;
+    const auto* g = group + t * blocks;
+    if (tile >= 4 && left >= 4) {
+      group_tile<1, 4>(g, blocks, &x, y + first, 0, valid - first);
+      t += 4;
+    } else if (tile >= 2 && left >= 2) {
+      group_tile<1, 2>(g, blocks, &x, y + first, 0, valid - first);
+      t += 2;
+    } else {
+      group_tile<1, 1>(g, blocks, &x, y + first, 0, valid - first);
+      t += 1;
+    }
+  }
+}
+
 }  // namespace avx2
+
+/// GEMV over a run of consecutive groups (rows 8 * first ...), AVX2.
+template <Interleavable W>
+void gemv_groups(arch::avx2, W, const typename interleaved<W>::block* group, std::size_t groups,
+                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
+  avx2::gemv_group_run<W>(group, groups, blocks, x, y, valid);
+}
 
 /// AVX2 overload, chosen for arch::avx2 and every tag derived from it.
 template <Interleavable W>
