@@ -13,6 +13,7 @@
 
 #include "hedge/attention/params.hpp"
 #include "hedge/kv/cache.hpp"
+#include "hedge/quant/q8_0.hpp"
 
 namespace hedge::test {
 
@@ -56,6 +57,55 @@ std::vector<double> reference_attention(const kv_sequence_view<Elem>& kv, std::s
     }
   }
   return out;
+}
+
+/// The queries (head_dim floats per head) rounded to Q8_0 per 32-value block, as
+/// the AVX2 kernel rounds them for q8_0/q4_0 keys (ggml's reference quantizer,
+/// the tail of a head zero-padded to a whole block).
+inline std::vector<float> q8_0_rounded(std::span<const float> q, std::size_t dim) {
+  std::vector<float> out(q.size());
+  for (std::size_t h = 0; h < q.size() / dim; ++h) {
+    for (std::size_t b = 0; b < dim; b += 32) {
+      float block[32] = {}, back[32];
+      const std::size_t n = std::min<std::size_t>(32, dim - b);
+      std::copy_n(q.data() + h * dim + b, n, block);
+      quant::q8_0::block quantized;
+      quant::q8_0::quantize_block(std::span<const float, 32>(block), quantized);
+      quant::q8_0::dequantize_block(quantized, std::span<float, 32>(back));
+      std::copy_n(back, n, out.data() + h * dim + b);
+    }
+  }
+  return out;
+}
+
+/// A bound on max |out(q) - out(rounded)| / max |out(q)| from the query rounding
+/// alone: with E = max over heads and keys of |scale (rounded - q) . k| (soft-cap
+/// and ALiBi do not widen logit differences), every softmax weight moves by a
+/// factor within e^(+-2E), so each output moves by at most (e^(2E) - 1) max |v|.
+template <class Elem>
+double query_rounding_bound(const kv_sequence_view<Elem>& kv, std::size_t layer, std::span<const float> q,
+                            std::span<const float> rounded, const attention_params& p,
+                            std::span<const double> want) {
+  const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
+  std::vector<float> key(dim), value(dim);
+  double e = 0, vmax = 0;
+  for (std::uint64_t pos = kv.begin(); pos < kv.end(); ++pos) {
+    for (std::size_t head = 0; head < kv.kv_heads(); ++head) {
+      const auto run = kv.contiguous(layer, head, pos, pos + 1);
+      Elem::decode(std::span(run.keys, kv.vector_units()), key);
+      Elem::decode(std::span(run.values, kv.vector_units()), value);
+      for (float v : value) vmax = std::max(vmax, std::fabs(static_cast<double>(v)));
+      for (std::size_t h = head * group; h < (head + 1) * group; ++h) {
+        double d = 0;
+        for (std::size_t j = 0; j < dim; ++j)
+          d += (static_cast<double>(rounded[h * dim + j]) - q[h * dim + j]) * key[j];
+        e = std::max(e, std::fabs(d * p.scale));
+      }
+    }
+  }
+  double scale = 1e-30;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  return std::expm1(2 * e) * vmax / scale;
 }
 
 /// max |got - want| / max |want| (0 when want is all zero).

@@ -1,18 +1,38 @@
 // hedge/attention/decode_avx2.hpp: the AVX2 + FMA + F16C decode attention kernel.
 //
-// Same contract and result as the scalar reference (decode_scalar.hpp), reading K
-// and V in their stored format: f16 via vcvtph2ps, bf16 by a 16-bit shift, q8_0
-// as int8 -> float with the block scale folded into the dot product (keys) or
-// into the softmax weight (values), so nothing is dequantized to memory.
+// Same contract as the scalar reference (decode_scalar.hpp), reading K and V in
+// their stored format; nothing is dequantized to memory. With GQA every K and V
+// value meets the (up to 4) query heads handled together, so the kernel is
+// bound by instructions per KV byte, not by memory, unless each K/V element is
+// converted once per group and every loaded register feeds several FMAs:
 //
-// Per tile of up to 64 consecutive positions (gathered across page runs), for the (up to 4)
-// query heads of a GQA group handled together:
-//   1. logits: one pass over the tile's keys, each key vector loaded once for all
-//      query heads;
-//   2. online softmax: tile max, one rescale of the running state, exp of the
-//      tile's logits 8 at a time (Cephes-style polynomial, < 2 ulp on [-87, 0]);
-//   3. values: 16 output lanes per query head stay in registers while the tile's
-//      value vectors stream through them (FlashAttention's tiling, Dao et al.).
+// Per tile of up to 64 consecutive positions (gathered across page runs):
+//   1. logits, two keys at a time: each 8-value chunk of the queries is loaded
+//      once for both keys, each key chunk once for all heads (2 x 4 accumulators),
+//      and the 8 accumulators are reduced together (one transposed hadd tree), so
+//      the tile's logits come out position-major, 4 head lanes per position:
+//        f32/f16/bf16 keys: float FMAs on the converted key (vcvtph2ps for f16);
+//        q8_0/q4_0 keys: integer dot products against the query quantized to
+//        Q8_0 per 32-value block (vpmaddubsw/vpmaddwd, as llama.cpp and the Q8_0
+//        GEMV do), then one float FMA per block with the product of the two
+//        block scales;
+//   2. online softmax on that layout, 8 lanes = 2 positions x 4 heads at a time:
+//      tile max, one rescale of the running state, exp (Cephes-style polynomial,
+//      < 2 ulp on [-87, 0]); for q8_0/q4_0 values each block's scale is folded
+//      into the weights here (one multiply per 2 positions x 4 heads);
+//   3. values: 16 output lanes per query head (32 when fewer than 3 heads) stay
+//      in registers while the tile's value vectors stream through them; each
+//      value chunk is converted once and feeds every head (FlashAttention's tiling).
+// The group's output accumulators live on the stack and reach the workspace once,
+// so two threads never write neighbouring workspace lines while they run.
+//
+// Accuracy: float keys give the scalar kernel's result up to float rounding. For
+// q8_0/q4_0 keys the query is rounded to Q8_0 (ggml's reference quantizer,
+// hedge/quant/q8_0.hpp): the logits are then exact integer dot products times the
+// two fp16 block scales, i.e. attention of the Q8_0-rounded query, which the tests
+// check against the float64 reference on that query to the float tolerance, and
+// against the unrounded query to the looser bound in docs/attention.md.
+//
 // The code is compiled with a target attribute, so it exists in every x86 build
 // and `arch::avx2::supported()` decides at run time whether it may run.
 #pragma once
@@ -21,27 +41,29 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
-#include "hedge/kv/cache.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
+#include "hedge/kv/cache.hpp"
 #include "hedge/kv/element.hpp"
+#include "hedge/quant/q8_0.hpp"
 
 namespace hedge {
 namespace attention_avx2 {
 
-namespace primitives = kernels::matmul::avx2;  // load8, sum_lanes, to_float shared with the matmul kernels
+namespace primitives = kernels::matmul::avx2;  // load8, to_float, unpack_nibbles_16, dot_u8s8_i32
 
 /// How the AVX2 kernel reads one element format: `load8(vector, i)` gives values
 /// i..i+7 of a stored head vector as floats, without the per-block scale when the
 /// format has one (`scale_block` values share `scale(vector, block)`; 0 = no scale).
-/// Formats without a specialisation use the scalar kernel.
+/// Block formats also give `load32(vector, block)`, the block's values as int8,
+/// for the integer q.k. Formats without a specialisation use the scalar kernel.
 /// \tparam Elem the KV element format
 template <class Elem>
 struct reader {
@@ -78,6 +100,9 @@ struct reader<kv_q8_0> {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + i % 32));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
   }
+  HEDGE_AVX2_TARGET static __m256i load32(const block* v, std::size_t b) noexcept {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[b].qs));
+  }
   HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
@@ -94,9 +119,13 @@ struct reader<kv_q4_0> {
     bytes = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_set1_epi32(8)));
   }
+  HEDGE_AVX2_TARGET static __m256i load32(const block* v, std::size_t b) noexcept {
+    return _mm256_sub_epi8(primitives::unpack_nibbles_16(v[b].qs), _mm256_set1_epi8(8));
+  }
   HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
+/// The largest of the 8 lanes (the prefill kernel's row max).
 HEDGE_AVX2_TARGET inline float max8(__m256 v) noexcept {
   __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_max_ps(x, _mm_movehl_ps(x, x));
@@ -125,81 +154,110 @@ HEDGE_AVX2_TARGET inline __m256 exp8(__m256 x) noexcept {
   return _mm256_andnot_ps(underflow, _mm256_mul_ps(er, _mm256_castsi256_ps(pow2n)));
 }
 
-/// The four horizontal sums of a, b, c, d in one vector (three hadds instead of four reductions).
-HEDGE_AVX2_TARGET inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) noexcept {
-  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+/// Lane j of the result is the sum of the 8 lanes of a[j]: six hadds, two
+/// cross-lane permutes and one add for eight reductions.
+HEDGE_AVX2_TARGET inline __m256 sum8x8(const __m256* a) noexcept {
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-/// dots[n] = q[n] . key over `width` values (q zero-padded to width); dots has 4 slots.
+/// Keeps a loaded vector in a register: without this barrier the compiler folds
+/// the load into both FMAs that use it, and two 256-bit loads per FMA pair make
+/// the logits loop load-bound (5.3 instead of 4.4 cycles per 8 FMAs, measured).
+template <class V>
+HEDGE_AVX2_TARGET inline void in_register(V& v) noexcept {
+  __asm__("" : "+x"(v));
+}
+
+/// The queries of the (up to 4) heads handled together, as the key format wants
+/// them: floats zero-padded to the stored width, or Q8_0 blocks (int8 values and
+/// the fp16-rounded block scale broadcast to 8 lanes) for block-quantized keys.
+struct group_queries {
+  alignas(32) float f[4][attention_max_head_dim];
+  alignas(32) std::int8_t q[4][attention_max_head_dim];
+  alignas(32) float d[4][attention_max_head_dim / 32][8];
+};
+
+/// Logits of keys k0 and k1 for N query heads (float keys): lane n is k0 . q[n],
+/// lane 4 + n is k1 . q[n]; lanes of heads >= N are 0.
 /// \tparam N    query heads handled together (1..4)
-/// \tparam Elem the KV element format
+/// \tparam Elem the KV element format (no block scale)
 template <int N, class Elem>
-HEDGE_AVX2_TARGET inline void dot_keys(const float (*q)[attention_max_head_dim], const typename Elem::unit* key,
-                                          std::size_t width, float* dots) noexcept {
+HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem::unit* k0,
+                                     const typename Elem::unit* k1, std::size_t width) noexcept {
   using R = reader<Elem>;
-  __m256 acc[4];
-  for (int n = 0; n < 4; ++n) acc[n] = _mm256_setzero_ps();
-  if constexpr (R::scale_block != 0) {
-    // Block by block: the int8 values times q in float, then one FMA with the block scale.
-    for (std::size_t b = 0; b < width / R::scale_block; ++b) {
-      __m256 part[N];
-      for (int n = 0; n < N; ++n) part[n] = _mm256_setzero_ps();
-      const float* qb = q[0] + b * R::scale_block;
-      for (std::size_t j = 0; j < R::scale_block; j += 8) {
-        const __m256 k = R::load8(key + b, j);
-        for (int n = 0; n < N; ++n)
-          part[n] = _mm256_fmadd_ps(_mm256_loadu_ps(qb + n * attention_max_head_dim + j), k, part[n]);
-      }
-      const __m256 scale = _mm256_set1_ps(R::scale(key, b));
-      for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(part[n], scale, acc[n]);
+  __m256 acc[8];
+  for (int n = 0; n < 8; ++n) acc[n] = _mm256_setzero_ps();
+  for (std::size_t c = 0; c < width; c += 8) {
+    const __m256 x0 = R::load8(k0, c), x1 = R::load8(k1, c);
+    for (int n = 0; n < N; ++n) {
+      __m256 qn = _mm256_load_ps(q.f[n] + c);
+      in_register(qn);
+      acc[n] = _mm256_fmadd_ps(qn, x0, acc[n]);
+      acc[4 + n] = _mm256_fmadd_ps(qn, x1, acc[4 + n]);
     }
-  } else {
-    // Two accumulators per query halve the FMA dependency chain.
-    __m256 odd[N];
-    for (int n = 0; n < N; ++n) odd[n] = _mm256_setzero_ps();
-    std::size_t c = 0;
-    for (; c + 16 <= width; c += 16) {
-      const __m256 k0 = R::load8(key, c), k1 = R::load8(key, c + 8);
-      for (int n = 0; n < N; ++n) {
-        acc[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k0, acc[n]);
-        odd[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c + 8), k1, odd[n]);
-      }
-    }
-    if (c < width) {
-      const __m256 k = R::load8(key, c);
-      for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(_mm256_loadu_ps(q[n] + c), k, acc[n]);
-    }
-    for (int n = 0; n < N; ++n) acc[n] = _mm256_add_ps(acc[n], odd[n]);
   }
-  _mm_storeu_ps(dots, sum8x4(acc[0], acc[1], acc[2], acc[3]));
+  return sum8x8(acc);
 }
 
-/// acc[n][c .. c + 8 Lanes) += sum_i weight(i, n) value_i[c ..], the tile's values streamed once.
+/// As dot2, for block-quantized keys against the Q8_0 query: per block, int8 x
+/// int8 products summed exactly in int32 (|k| . sign(q, k) by vpmaddubsw, pairs
+/// by vpmaddwd; |values| <= 127, so no int16 pair sum saturates), then one FMA by
+/// the product of the key's and the query's block scales.
+/// \tparam N    query heads handled together (1..4)
+/// \tparam Elem the KV element format (q8_0 or q4_0)
+template <int N, class Elem>
+HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typename Elem::unit* k0,
+                                            const typename Elem::unit* k1, std::size_t blocks) noexcept {
+  using R = reader<Elem>;
+  __m256 acc[8];
+  for (int n = 0; n < 8; ++n) acc[n] = _mm256_setzero_ps();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256i x0 = R::load32(k0, b), x1 = R::load32(k1, b);
+    const __m256i a0 = _mm256_sign_epi8(x0, x0), a1 = _mm256_sign_epi8(x1, x1);
+    const __m256 d0 = _mm256_set1_ps(R::scale(k0, b)), d1 = _mm256_set1_ps(R::scale(k1, b));
+    for (int n = 0; n < N; ++n) {
+      __m256i qn = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.q[n] + 32 * b));
+      __m256 dq = _mm256_load_ps(q.d[n][b]);
+      in_register(qn);
+      in_register(dq);
+      const __m256 p0 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(a0, _mm256_sign_epi8(qn, x0)));
+      const __m256 p1 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(a1, _mm256_sign_epi8(qn, x1)));
+      acc[n] = _mm256_fmadd_ps(p0, _mm256_mul_ps(d0, dq), acc[n]);
+      acc[4 + n] = _mm256_fmadd_ps(p1, _mm256_mul_ps(d1, dq), acc[4 + n]);
+    }
+  }
+  return sum8x8(acc);
+}
+
+/// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..]: the tile's
+/// values stream once through the registers; each chunk is converted once for all heads.
 /// \tparam N     query heads handled together (1..4)
-/// \tparam Lanes 8-float vectors of output per query head kept in registers (1 or 2)
+/// \tparam Lanes 8-float vectors of output per query head kept in registers
 /// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
-HEDGE_AVX2_TARGET inline void accumulate_values(float* const* acc, const typename Elem::unit* const* values,
-                                                   std::size_t count, const float* weights, std::size_t c) noexcept {
+HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_dim],
+                                                const typename Elem::unit* const* values, std::size_t count,
+                                                const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
   // For block formats, address the block holding value c once, then offsets inside it.
   const std::size_t block = R::scale_block != 0 ? c / R::scale_block : 0;
   const std::size_t offset = R::scale_block != 0 ? c % R::scale_block : c;
   __m256 a[N][Lanes];
   for (int n = 0; n < N; ++n)
-    for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_loadu_ps(acc[n] + c + 8 * l);
+    for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_load_ps(acc[n] + c + 8 * l);
   for (std::size_t i = 0; i < count; ++i) {
     const typename Elem::unit* v = values[i] + block;
     __m256 x[Lanes];
     for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
     for (int n = 0; n < N; ++n) {
-      const __m256 w = _mm256_broadcast_ss(weights + i * N + n);
+      const __m256 w = _mm256_broadcast_ss(weights + 4 * i + n);
       for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], w, a[n][l]);
     }
   }
   for (int n = 0; n < N; ++n)
-    for (int l = 0; l < Lanes; ++l) _mm256_storeu_ps(acc[n] + c + 8 * l, a[n][l]);
+    for (int l = 0; l < Lanes; ++l) _mm256_store_ps(acc[n] + c + 8 * l, a[n][l]);
 }
 
 /// Where the K and V vectors of up to `tile` consecutive positions are: a tile
@@ -228,34 +286,52 @@ struct tile_refs {
   }
 };
 
+/// Copies the N queries starting at `first` into `q` in the form the key format's dot product reads.
+template <int N, class Elem>
+HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::size_t width,
+                                    group_queries& q) noexcept {
+  for (int n = 0; n < N; ++n) {
+    std::copy_n(queries + n * dim, dim, q.f[n]);
+    std::fill(q.f[n] + dim, q.f[n] + width, 0.f);
+    if constexpr (reader<Elem>::scale_block != 0) {
+      for (std::size_t b = 0; b < width / 32; ++b) {
+        quant::q8_0::block block;
+        quant::q8_0::quantize_block(std::span<const float, 32>(q.f[n] + 32 * b, 32), block);
+        std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+        std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
+      }
+    }
+  }
+}
+
 /// The states of query heads [first, first + N) of the task's group.
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format
 template <int N, class Elem>
 HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
-                                        const attention_params& p, const decode_task& task,
-                                        std::size_t first) noexcept {
+                                     const attention_params& p, const decode_task& task,
+                                     std::size_t first) noexcept {
   using R = reader<Elem>;
   constexpr std::size_t tile = tile_refs<Elem>::tile;
-  constexpr std::size_t max_blocks = R::scale_block != 0 ? attention_max_head_dim / R::scale_block : 1;
+  constexpr bool blocks = R::scale_block != 0;
+  constexpr std::size_t max_blocks = blocks ? attention_max_head_dim / R::scale_block : 1;
+  constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
   const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
   const std::size_t padded = attention_padded_dim(dim);
-  const std::size_t width = R::scale_block != 0 ? units * R::scale_block : dim;  // values per stored vector
+  const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector
   const bool transform = has_logit_transform(p);
+  const __m256 scale = _mm256_set1_ps(p.scale);
 
-  alignas(32) float q[N][attention_max_head_dim];
-  float* acc[N];
-  float max[N], sum[N];
-  for (int n = 0; n < N; ++n) {
-    std::copy_n(task.queries + (first + n) * dim, dim, q[n]);
-    std::fill(q[n] + dim, q[n] + width, 0.f);
-    acc[n] = task.states + (first + n) * stride;
-    std::fill(acc[n], acc[n] + stride, 0.f);
-    max[n] = -std::numeric_limits<float>::infinity();
-    sum[n] = 0.f;
-  }
-  alignas(32) float logits[N][tile];
-  alignas(32) float weights[max_blocks][tile * N];
+  group_queries q;
+  load_queries<N, Elem>(task.queries + first * dim, dim, width, q);
+  alignas(32) float acc[N][attention_max_head_dim];
+  for (int n = 0; n < N; ++n) std::fill(acc[n], acc[n] + width, 0.f);
+  // Running max and sum of heads 0..3 (lanes of heads >= N are computed and ignored).
+  __m128 max4 = _mm_set1_ps(-std::numeric_limits<float>::infinity()), sum4 = _mm_setzero_ps();
+  // Position-major, 4 head lanes per position: logits, then softmax weights.
+  alignas(32) float weights[tile * 4];
+  // Block formats: the weights times each value block's scale.
+  alignas(32) float scaled[max_blocks][blocks ? tile * 4 : 1];
 
   const std::size_t vector_lines = (units * sizeof(typename Elem::unit) + 63) / 64;
   tile_refs<Elem> refs[2];
@@ -264,72 +340,86 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
     const tile_refs<Elem>& current = refs[which];
     tile_refs<Elem>& next = refs[which ^ 1];
     next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
-    const std::size_t count = current.count;
-    const std::size_t count8 = (count + 7) / 8 * 8;
-    for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t count = current.count, pairs = (count + 1) / 2;
+    for (std::size_t i = 0; i < count; i += 2) {
       // Software prefetch of the next tile's K and V while this tile's keys are
       // dotted: the hardware prefetchers alone leave one thread latency bound on
       // the interleaved K and V streams, and they stop at page-run boundaries.
       // Into L2: the next tile would not fit L1 beside the current one.
-      if (i < next.count) {
-        const char* k = reinterpret_cast<const char*>(next.keys[i]);
-        const char* v = reinterpret_cast<const char*>(next.values[i]);
+      for (std::size_t j = i; j < std::min(i + 2, next.count); ++j) {
+        const char* k = reinterpret_cast<const char*>(next.keys[j]);
+        const char* v = reinterpret_cast<const char*>(next.values[j]);
         for (std::size_t line = 0; line < vector_lines; ++line) {
           _mm_prefetch(k + 64 * line, _MM_HINT_T1);
           _mm_prefetch(v + 64 * line, _MM_HINT_T1);
         }
       }
-      float dots[4];
-      dot_keys<N, Elem>(q, current.keys[i], width, dots);
-      for (int n = 0; n < N; ++n) logits[n][i] = dots[n] * p.scale;
+      const typename Elem::unit* k0 = current.keys[i];
+      const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
+      __m256 dots;
+      if constexpr (blocks)
+        dots = dot2_blocks<N, Elem>(q, k0, k1, units);
+      else
+        dots = dot2<N, Elem>(q, k0, k1, width);
+      _mm256_store_ps(weights + 4 * i, _mm256_mul_ps(dots, scale));
     }
+    // An odd tile's last pair holds one position: its second half must weigh 0.
+    if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
     if (transform) {
-      for (int n = 0; n < N; ++n)
-        for (std::size_t i = 0; i < count; ++i)
-          logits[n][i] =
-              transform_logit(p, logits[n][i], task.first_query_head + first + n, pos + i, task.query_pos);
-    }
-    for (int n = 0; n < N; ++n) {
-      std::fill(logits[n] + count, logits[n] + count8, -std::numeric_limits<float>::infinity());
-      __m256 m = _mm256_load_ps(logits[n]);
-      for (std::size_t i = 8; i < count8; i += 8) m = _mm256_max_ps(m, _mm256_load_ps(logits[n] + i));
-      const float new_max = std::max(max[n], max8(m));
-      const float correction = std::exp(max[n] - new_max);
-      const __m256 shift = _mm256_set1_ps(new_max);
-      __m256 total = _mm256_setzero_ps();
-      for (std::size_t i = 0; i < count8; i += 8) {
-        const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(logits[n] + i), shift));
-        _mm256_store_ps(logits[n] + i, e);
-        total = _mm256_add_ps(total, e);
-      }
-      sum[n] = sum[n] * correction + primitives::sum_lanes(total);
-      max[n] = new_max;
-      if (correction != 1.f) {
-        const __m256 c = _mm256_set1_ps(correction);
-        for (std::size_t j = 0; j < width; j += 8)
-          _mm256_storeu_ps(acc[n] + j, _mm256_mul_ps(_mm256_loadu_ps(acc[n] + j), c));
-      }
-    }
-    if constexpr (R::scale_block != 0) {
-      for (std::size_t b = 0; b < units; ++b)
-        for (std::size_t i = 0; i < count; ++i) {
-          const float s = R::scale(current.values[i], b);
-          for (int n = 0; n < N; ++n) weights[b][i * N + n] = logits[n][i] * s;
-        }
-    } else {
       for (std::size_t i = 0; i < count; ++i)
-        for (int n = 0; n < N; ++n) weights[0][i * N + n] = logits[n][i];
+        for (int n = 0; n < N; ++n)
+          weights[4 * i + n] =
+              transform_logit(p, weights[4 * i + n], task.first_query_head + first + n, pos + i, task.query_pos);
     }
+    __m256 m = _mm256_load_ps(weights);
+    for (std::size_t j = 1; j < pairs; ++j) m = _mm256_max_ps(m, _mm256_load_ps(weights + 8 * j));
+    const __m128 new_max = _mm_max_ps(max4, _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));
+    const __m256 shift = _mm256_set_m128(new_max, new_max);
+    // exp(old max - new max): 0 on the first tile (old max -inf), where acc and sum are still 0.
+    const __m128 correction = _mm256_castps256_ps128(exp8(_mm256_sub_ps(_mm256_castps128_ps256(max4), shift)));
+    __m256 total = _mm256_setzero_ps();
+    for (std::size_t j = 0; j < pairs; ++j) {
+      const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(weights + 8 * j), shift));
+      _mm256_store_ps(weights + 8 * j, e);
+      total = _mm256_add_ps(total, e);
+    }
+    sum4 = _mm_fmadd_ps(sum4, correction, _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1)));
+    max4 = new_max;
+    alignas(16) float corr[4];
+    _mm_store_ps(corr, correction);
+    for (int n = 0; n < N; ++n) {
+      if (corr[n] == 1.f) continue;
+      const __m256 c = _mm256_set1_ps(corr[n]);
+      for (std::size_t j = 0; j < width; j += 8) _mm256_store_ps(acc[n] + j, _mm256_mul_ps(_mm256_load_ps(acc[n] + j), c));
+    }
+    if constexpr (blocks) {
+      for (std::size_t b = 0; b < units; ++b) {
+        for (std::size_t j = 0; j < pairs; ++j) {
+          const float s0 = R::scale(current.values[2 * j], b);
+          const float s1 = R::scale(current.values[std::min(2 * j + 1, count - 1)], b);
+          _mm256_store_ps(scaled[b] + 8 * j, _mm256_mul_ps(_mm256_load_ps(weights + 8 * j),
+                                                           _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0))));
+        }
+      }
+    }
+    const auto weights_at = [&](std::size_t c) -> const float* {
+      if constexpr (blocks) return scaled[c / R::scale_block];
+      return weights;
+    };
     std::size_t c = 0;
-    for (; c + 16 <= width; c += 16) {
-      const float* w = weights[R::scale_block != 0 ? c / R::scale_block : 0];
-      accumulate_values<N, 2, Elem>(acc, current.values, count, w, c);
-    }
-    if (c < width) accumulate_values<N, 1, Elem>(acc, current.values, count, weights[0], c);
+    for (; c + 8 * lanes <= width; c += 8 * lanes)
+      accumulate_values<N, lanes, Elem>(acc, current.values, count, weights_at(c), c);
+    for (; c < width; c += 8) accumulate_values<N, 1, Elem>(acc, current.values, count, weights_at(c), c);
   }
+  alignas(16) float max_out[4], sum_out[4];
+  _mm_store_ps(max_out, max4);
+  _mm_store_ps(sum_out, sum4);
   for (int n = 0; n < N; ++n) {
-    acc[n][padded] = max[n];
-    acc[n][padded + 1] = sum[n];
+    float* state = task.states + (first + n) * stride;
+    std::copy_n(acc[n], dim, state);
+    std::fill(state + dim, state + stride, 0.f);
+    state[padded] = max_out[n];
+    state[padded + 1] = sum_out[n];
   }
 }
 
@@ -347,11 +437,11 @@ void decode_partial(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t la
   } else {
     if (kv.head_dim() % 8 != 0) return decode_partial(arch::scalar{}, kv, layer, p, task);
     std::size_t first = 0;
-    for (; first + 4 <= task.count; first += 4) attention_avx2::group_partial<4>(kv, layer, p, task, first);
+    for (; first + 4 <= task.count; first += 4) attention_avx2::group_partial<4, Elem>(kv, layer, p, task, first);
     switch (task.count - first) {
-      case 3: attention_avx2::group_partial<3>(kv, layer, p, task, first); break;
-      case 2: attention_avx2::group_partial<2>(kv, layer, p, task, first); break;
-      case 1: attention_avx2::group_partial<1>(kv, layer, p, task, first); break;
+      case 3: attention_avx2::group_partial<3, Elem>(kv, layer, p, task, first); break;
+      case 2: attention_avx2::group_partial<2, Elem>(kv, layer, p, task, first); break;
+      case 1: attention_avx2::group_partial<1, Elem>(kv, layer, p, task, first); break;
       default: break;
     }
   }
