@@ -95,6 +95,12 @@ void gemv_rows(arch::scalar, W, matrix_view<const typename W::block> w, const ty
 /// otherwise. This deleted overload only makes the name exist on every target.
 void gemm_rows() = delete;
 
+/// Likewise `gemv_groups(arch tag, format, first group, groups, blocks,
+/// activation row, y, valid rows)`: a GEMV kernel over a run of interleaved
+/// groups, where an arch has one (AVX2); gemv.hpp otherwise runs gemm_group
+/// with one activation row per group.
+void gemv_groups() = delete;
+
 /// Y[m][r] = <row r of the interleaved group, activation row m> for m < rows,
 /// r < valid: each row is first restored to its GGUF block, so the result is
 /// bit-identical to the plain reference above.
