@@ -1,5 +1,5 @@
 // Decode attention: 32 query heads over 8 KV heads (GQA group 4), head_dim 128,
-// context 512 / 4096 / 16384, f16 and q8_0 KV, 1 and all threads.
+// context 512 / 4096 / 16384, f16, q8_0 and q4_0 KV, 1 and all threads.
 //
 //   attention_decode/<elem>/<arch>[_paged<p>]/ctx<n>_q32_kv8_d128/cold/threads:<t>
 //
@@ -122,9 +122,11 @@ const bool registered = [] {
 #if defined(__x86_64__) || defined(__i386__)
   register_element<hedge::kv_f16, hedge::arch::avx2>();
   register_element<hedge::kv_q8_0, hedge::arch::avx2>();
+  register_element<hedge::kv_q4_0, hedge::arch::avx2>();
 #else
   register_element<hedge::kv_f16, hedge::arch::scalar>();
   register_element<hedge::kv_q8_0, hedge::arch::scalar>();
+  register_element<hedge::kv_q4_0, hedge::arch::scalar>();
 #endif
   return true;
 }();

@@ -175,7 +175,8 @@ HEDGE_AVX2_TARGET inline void in_register(V& v) noexcept {
 /// the fp16-rounded block scale broadcast to 8 lanes) for block-quantized keys.
 struct group_queries {
   alignas(32) float f[4][attention_max_head_dim];
-  alignas(32) std::int8_t q[4][attention_max_head_dim];
+  alignas(32) std::int8_t q[4][attention_max_head_dim];     // Q8_0 values
+  alignas(32) std::uint8_t a[4][attention_max_head_dim];    // |q|, the unsigned operand of vpmaddubsw
   alignas(32) float d[4][attention_max_head_dim / 32][8];
 };
 
@@ -202,9 +203,11 @@ HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem
 }
 
 /// As dot2, for block-quantized keys against the Q8_0 query: per block, int8 x
-/// int8 products summed exactly in int32 (|k| . sign(q, k) by vpmaddubsw, pairs
+/// int8 products summed exactly in int32 (|q| . sign(k, q) by vpmaddubsw, pairs
 /// by vpmaddwd; |values| <= 127, so no int16 pair sum saturates), then one FMA by
-/// the product of the key's and the query's block scales.
+/// the product of the key's and the query's block scales. |q| is precomputed and
+/// the key is the operand that takes the sign, so per block only the two keys and
+/// their scales stay live beside the 8 accumulators (no spills).
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format (q8_0 or q4_0)
 template <int N, class Elem>
@@ -215,15 +218,15 @@ HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typena
   for (int n = 0; n < 8; ++n) acc[n] = _mm256_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
     const __m256i x0 = R::load32(k0, b), x1 = R::load32(k1, b);
-    const __m256i a0 = _mm256_sign_epi8(x0, x0), a1 = _mm256_sign_epi8(x1, x1);
     const __m256 d0 = _mm256_set1_ps(R::scale(k0, b)), d1 = _mm256_set1_ps(R::scale(k1, b));
     for (int n = 0; n < N; ++n) {
-      __m256i qn = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.q[n] + 32 * b));
+      const __m256i qn = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.q[n] + 32 * b));
+      __m256i an = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.a[n] + 32 * b));
       __m256 dq = _mm256_load_ps(q.d[n][b]);
-      in_register(qn);
+      in_register(an);
       in_register(dq);
-      const __m256 p0 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(a0, _mm256_sign_epi8(qn, x0)));
-      const __m256 p1 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(a1, _mm256_sign_epi8(qn, x1)));
+      const __m256 p0 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(an, _mm256_sign_epi8(x0, qn)));
+      const __m256 p1 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(an, _mm256_sign_epi8(x1, qn)));
       acc[n] = _mm256_fmadd_ps(p0, _mm256_mul_ps(d0, dq), acc[n]);
       acc[4 + n] = _mm256_fmadd_ps(p1, _mm256_mul_ps(d1, dq), acc[4 + n]);
     }
@@ -298,6 +301,8 @@ HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::
         quant::q8_0::block block;
         quant::q8_0::quantize_block(std::span<const float, 32>(q.f[n] + 32 * b, 32), block);
         std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+        for (std::size_t j = 0; j < 32; ++j)
+          q.a[n][32 * b + j] = static_cast<std::uint8_t>(block.qs[j] < 0 ? -block.qs[j] : block.qs[j]);
         std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
       }
     }
