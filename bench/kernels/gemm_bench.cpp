@@ -103,6 +103,8 @@ const bool registered = [] {
   register_format<q::q8_0>();
   register_format<q::q4_k>();
   register_format<q::f16>();
+  register_format<q::bf16>();
+  register_format<q::f32>();
   return true;
 }();
 

@@ -12,9 +12,10 @@
 //     stay in L2 and runs the arch's register-tiled microkernel, 8 weight rows
 //     x up to 4 activation rows (matmul/avx2_interleaved.hpp). The GGUF layout
 //     splits 16-row weight slices; Q4_K has a microkernel of 1 weight row x 4
-//     activation rows (matmul/avx2_gemm.hpp); other formats run their GEMV
-//     row kernel per activation row over the slice, which stays in L1 (repack
-//     Q4_0 and Q8_0 for prefill);
+//     activation rows and F32/F16/BF16 one of 4 weight rows x 2 activation
+//     rows (matmul/avx2_gemm.hpp); Q4_0/Q8_0 run their GEMV row kernel per
+//     activation row over the slice, which stays in L1 (repack them, and
+//     Q4_K, for prefill);
 //  3. the epilogue is the store: Y(m, n) holds the finished dot product.
 // Each Y(m, n) depends only on row m of X and row n of W, so results are the
 // same for any thread count, and GEMM row m equals GEMV of X row m.

@@ -1,5 +1,6 @@
-// hedge/kernels/matmul/avx2_gemm.hpp: AVX2 GEMM microkernel for Q4_K weights in
-// the GGUF layout (Q4_0/Q8_0 prefill uses the interleaved layout instead).
+// hedge/kernels/matmul/avx2_gemm.hpp: AVX2 GEMM microkernels for the GGUF
+// layout: Q4_K, and the float formats F32/F16/BF16 (Q4_0/Q8_0 prefill uses
+// the interleaved layout instead).
 //
 // Tile: 1 weight row x M (<= 4) activation rows. Per super-block the 6-bit
 // scales/mins are unpacked and each 32-byte group of nibbles is split and its
@@ -16,11 +17,14 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "hedge/core/arch.hpp"
 #include "hedge/core/view.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
+#include "hedge/kernels/matmul/scalar.hpp"
+#include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -72,7 +76,70 @@ HEDGE_AVX2_TARGET void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t b
   for (int m = 0; m < M; ++m) y[static_cast<std::size_t>(m) * y_stride] = sum_lanes(acc[m]) - sum_lanes(acc_min[m]);
 }
 
+/// Float formats: R weight rows x M activation rows, R * M accumulators (8 at
+/// 4 x 2, with the 4 converted weight vectors and one activation vector: 13
+/// of the 16 ymm registers). Each weight vector is converted once for M
+/// activation rows, where the GEMV row kernel converts it for every row (the
+/// conversion, not the FMA, bounds F16/BF16 GEMV from cache). Each (row, m)
+/// pair runs the GEMV tile's arithmetic in its order (one 8-lane FMA chain,
+/// sum_lanes, then the scalar tail), so GEMM row m equals GEMV of row m.
+template <int R, int M, class Element>
+HEDGE_AVX2_TARGET void float_gemm_tile(const Element* w, std::size_t stride, const float* const* x,
+                                       std::size_t elements, float* y, std::size_t y_stride) noexcept {
+  __m256 acc[R][M];
+  for (int r = 0; r < R; ++r) {
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  std::size_t k = 0;
+  for (; k + 8 <= elements; k += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = load8(w + static_cast<std::size_t>(r) * stride + k);
+    for (int m = 0; m < M; ++m) {
+      const __m256 xv = _mm256_loadu_ps(x[m] + k);
+      for (int r = 0; r < R; ++r) acc[r][m] = _mm256_fmadd_ps(wv[r], xv, acc[r][m]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const Element* row = w + static_cast<std::size_t>(r) * stride;
+    for (int m = 0; m < M; ++m) {
+      float sum = sum_lanes(acc[r][m]);
+      for (std::size_t t = k; t < elements; ++t) sum += matmul::to_float(row[t]) * x[m][t];
+      y[static_cast<std::size_t>(m) * y_stride + static_cast<std::size_t>(r)] = sum;
+    }
+  }
+}
+
 }  // namespace avx2
+
+/// Y[m][r] for every weight row r of `w` and activation row m < rows, float
+/// formats: tiles of 2 activation rows (then 1) x 4 weight rows (then 1).
+/// Chosen for arch::avx2 and every tag derived from it.
+template <class W>
+  requires(std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>)
+HEDGE_AVX2_TARGET void gemm_rows(arch::avx2, W, matrix_view<const typename W::block> w,
+                                 const activation_row<W>* x, std::size_t rows, float* y,
+                                 std::size_t y_stride) noexcept {
+  for (std::size_t m = 0; m < rows;) {
+    const std::size_t tile_m = rows - m >= 2 ? 2 : 1;
+    const float* xs[2] = {x[m].blocks, x[m + tile_m - 1].blocks};
+    for (std::size_t r = 0; r < w.rows();) {
+      const auto* wr = w.data() + r * w.stride();
+      float* out = y + m * y_stride + r;
+      const bool four = w.rows() - r >= 4;
+      if (tile_m == 2 && four) {
+        avx2::float_gemm_tile<4, 2>(wr, w.stride(), xs, w.cols(), out, y_stride);
+      } else if (tile_m == 2) {
+        avx2::float_gemm_tile<1, 2>(wr, w.stride(), xs, w.cols(), out, y_stride);
+      } else if (four) {
+        avx2::float_gemm_tile<4, 1>(wr, w.stride(), xs, w.cols(), out, y_stride);
+      } else {
+        avx2::float_gemm_tile<1, 1>(wr, w.stride(), xs, w.cols(), out, y_stride);
+      }
+      r += four ? 4 : 1;
+    }
+    m += tile_m;
+  }
+}
 
 /// Y[m][r] for every weight row r of `w` and activation row m < rows.
 /// Chosen for arch::avx2 and every tag derived from it.
