@@ -190,7 +190,7 @@ HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem
   using R = reader<Elem>;
   __m256 acc[8];
   for (int n = 0; n < 8; ++n) acc[n] = _mm256_setzero_ps();
-  for (std::size_t c = 0; c < width; c += 8) {
+  const auto chunk = [&](std::size_t c) {
     const __m256 x0 = R::load8(k0, c), x1 = R::load8(k1, c);
     for (int n = 0; n < N; ++n) {
       __m256 qn = _mm256_load_ps(q.f[n] + c);
@@ -198,7 +198,13 @@ HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem
       acc[n] = _mm256_fmadd_ps(qn, x0, acc[n]);
       acc[4 + n] = _mm256_fmadd_ps(qn, x1, acc[4 + n]);
     }
+  };
+  std::size_t c = 0;
+  for (; c + 16 <= width; c += 16) {  // two chunks per iteration: half the loop overhead
+    chunk(c);
+    chunk(c + 8);
   }
+  if (c < width) chunk(c);
   return sum8x8(acc);
 }
 
@@ -250,7 +256,7 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_
   __m256 a[N][Lanes];
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_load_ps(acc[n] + c + 8 * l);
-  for (std::size_t i = 0; i < count; ++i) {
+  const auto position = [&](std::size_t i) {
     const typename Elem::unit* v = values[i] + block;
     __m256 x[Lanes];
     for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
@@ -258,7 +264,13 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_
       const __m256 w = _mm256_broadcast_ss(weights + 4 * i + n);
       for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], w, a[n][l]);
     }
+  };
+  std::size_t i = 0;
+  for (; i + 2 <= count; i += 2) {  // two positions per iteration: half the loop overhead
+    position(i);
+    position(i + 1);
   }
+  if (i < count) position(i);
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) _mm256_store_ps(acc[n] + c + 8 * l, a[n][l]);
 }
@@ -338,7 +350,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   // Block formats: the weights times each value block's scale.
   alignas(32) float scaled[max_blocks][blocks ? tile * 4 : 1];
 
-  const std::size_t vector_lines = (units * sizeof(typename Elem::unit) + 63) / 64;
+  const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
   tile_refs<Elem> refs[2];
   refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
   for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
@@ -354,9 +366,9 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
       for (std::size_t j = i; j < std::min(i + 2, next.count); ++j) {
         const char* k = reinterpret_cast<const char*>(next.keys[j]);
         const char* v = reinterpret_cast<const char*>(next.values[j]);
-        for (std::size_t line = 0; line < vector_lines; ++line) {
-          _mm_prefetch(k + 64 * line, _MM_HINT_T1);
-          _mm_prefetch(v + 64 * line, _MM_HINT_T1);
+        for (std::size_t offset = 0; offset < vector_bytes; offset += 64) {
+          _mm_prefetch(k + offset, _MM_HINT_T1);
+          _mm_prefetch(v + offset, _MM_HINT_T1);
         }
       }
       const typename Elem::unit* k0 = current.keys[i];
