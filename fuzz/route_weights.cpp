@@ -1,5 +1,6 @@
 // libFuzzer target: the complexity weights-file parser must return a value or an error
-// for any input, never crash, read out of bounds or leave non-finite weights.
+// for any input, never crash, read out of bounds or leave non-finite weights or
+// scales.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!std::isfinite(model->bias)) std::abort();
     for (float w : model->dense)
       if (!std::isfinite(w)) std::abort();
+    for (float step : model->scale)
+      if (!std::isfinite(step) || !(step > 0.0f)) std::abort();
     (void)model->logit(text);
   }
   return 0;

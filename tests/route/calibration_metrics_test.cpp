@@ -74,8 +74,10 @@ TEST(Metrics, RandomRouterAveragesHalfAndAllocatesNothing) {
   EXPECT_NEAR(sum / 20, 0.5, 0.02);
 }
 
-// Leave-domain-out on every third MMLU domain (19 of 57; the full run is hedge-route-eval's
-// job, see docs/routing.md): the pipeline runs, beats random, and calibration holds.
+// Leave-domain-out on every second MMLU domain (29 of 57; the full run is hedge-route-eval's
+// job, see docs/routing.md): the pipeline runs, beats random, and calibration holds. With
+// fewer training domains the result is noisy (every third domain: 0.37 to 0.51 APGR for the
+// three offsets), so this is a smoke test of the pipeline, not a measure of the scorer.
 TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path{hedge::test::shared_dir()} / "routing" / "mmlu";
@@ -85,14 +87,13 @@ TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
     if (e.path().extension() == ".csv") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   std::vector<labelled_domain> domains;
-  for (std::size_t k = 0; k < files.size(); k += 3) {
+  for (std::size_t k = 0; k < files.size(); k += 2) {
     auto rows = load_labelled_csv(files[k]);
     ASSERT_TRUE(rows.ok()) << rows.error().c_str();
     domains.push_back({fs::path(files[k]).stem().string(), std::move(*rows), {}});
     compute_features<4096>(domains.back());
   }
   evaluation_options opt;
-  opt.fit.epochs = 2;
   opt.calibration_folds = 0;
   auto report = evaluate_leave_domain_out<4096>(domains, opt);
   ASSERT_TRUE(report.ok()) << report.error().c_str();

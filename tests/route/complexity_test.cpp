@@ -50,7 +50,8 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
   hedge::verify::seeded_random rng{5};
   auto model = std::make_unique<complexity_model<256>>();
   for (auto& group : model->hashed)
-    for (auto& w : group) w = static_cast<float>(rng.uniform() - 0.5);
+    for (auto& w : group) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
+  model->scale = {1e-5f, 3e-5f};
   for (auto& w : model->dense) w = static_cast<float>(rng.uniform() - 0.5);
   for (int k = 0; k < 2000; ++k) {
     std::string text;
@@ -58,7 +59,7 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
     while (text.size() < size) text += pieces[rng.below(std::size(pieces))];
     expect_same_features<16384>(text);
     expect_same_features<4>(text);
-    // Bit-identical scores: the batch visits keep the scalar accumulation order.
+    // Bit-identical scores (integer sums of the hashed weights).
     EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{})) << text;
   }
   for (int b = 0; b < 256; ++b) expect_same_features<256>(std::string(70, static_cast<char>(b)));
@@ -98,8 +99,10 @@ TEST(ComplexityModel, WeightsFileRoundTrip) {
   auto model = std::make_unique<complexity_model<256>>();
   model->bias = -0.5f;
   model->dense[3] = 1.25f;
-  model->hashed[0][7] = 0.125f;
-  model->hashed[1][255] = -2.0f;
+  model->scale = {0.125f, 3e-5f};
+  model->hashed[0][7] = 1;
+  model->hashed[0][8] = -32767;
+  model->hashed[1][255] = 32767;
   const std::string path = ::testing::TempDir() + "hedge_weights_roundtrip.txt";
   ASSERT_TRUE(write_complexity_weights(*model, path, "test").ok());
   auto text = read_text_file(path);
@@ -108,6 +111,7 @@ TEST(ComplexityModel, WeightsFileRoundTrip) {
   ASSERT_TRUE(parse_complexity_weights(*text, *loaded).ok());
   EXPECT_EQ(loaded->bias, model->bias);
   EXPECT_EQ(loaded->dense, model->dense);
+  EXPECT_EQ(loaded->scale, model->scale);
   EXPECT_EQ(loaded->hashed, model->hashed);
   const std::string prompt = "Which of these is a prime number? A. 9 B. 15 C. 17";
   EXPECT_EQ(loaded->logit(prompt), model->logit(prompt));
@@ -118,19 +122,28 @@ TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
   complexity_model<16> m;
   const auto code = [&](std::string_view text) { return parse_complexity_weights(text, m).error().code(); };
   EXPECT_EQ(code(""), hedge::errc::parse_error);
-  EXPECT_EQ(code("hello 1\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\n"), hedge::errc::unsupported);
-  EXPECT_EQ(code("hedge-complexity 1\nbuckets 32\n"), hedge::errc::shape_mismatch);
-  EXPECT_EQ(code("hedge-complexity 1\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
-  EXPECT_EQ(code("hedge-complexity 1\nwords 1 0.5\nbuckets 16\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nwords 16 0.5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 1\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
-  const auto e = parse_complexity_weights("hedge-complexity 1\nbuckets 16\n# ok\nchars x 1\n", m).error();
+  EXPECT_EQ(code("hello 2\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 1\n"), hedge::errc::unsupported);  // float weights, rotate-xor word hash
+  EXPECT_EQ(code("hedge-complexity 3\n"), hedge::errc::unsupported);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 32\n"), hedge::errc::shape_mismatch);
+  EXPECT_EQ(code("hedge-complexity 2\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
+  EXPECT_EQ(code("hedge-complexity 2\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
+  const auto e = parse_complexity_weights("hedge-complexity 2\nbuckets 16\n# ok\nchars x 1\n", m).error();
   EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
-  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 1\r\nbuckets 16\r\nchars 3 -1e-3\r\n", m).ok());
-  EXPECT_FLOAT_EQ(m.hashed[1][3], -1e-3f);
+  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 2\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
+  EXPECT_EQ(m.hashed[1][3], -7);
+  EXPECT_FLOAT_EQ(m.scale[1], 1e-3f);
+  EXPECT_FLOAT_EQ(m.scale[0], 1.0f);
 }
 
 TEST(ComplexityTraining, LearnsASeparableToyTask) {

@@ -22,7 +22,7 @@
 namespace {
 
 using namespace hedge::route;
-constexpr std::size_t buckets = 16384;
+constexpr std::size_t buckets = complexity_model<>::buckets;
 
 int usage(const char* message) {
   std::fprintf(stderr, "hedge-route-eval: %s\nusage: hedge-route-eval --train FILES... --test FILES... | "

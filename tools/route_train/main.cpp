@@ -16,7 +16,7 @@
 
 int main(int argc, char** argv) {
   using namespace hedge::route;
-  constexpr std::size_t buckets = 16384;
+  constexpr std::size_t buckets = complexity_model<>::buckets;
   std::string out;
   std::vector<std::string> files;
   evaluation_options opt;

@@ -1,13 +1,15 @@
 // hedge/route/complexity_features.hpp: prompt features for the learned complexity scorer.
 //
 // Two passes over the bytes (characters, then words), no allocation, no stored token list.
-// The character pass has an AVX2 path (32 bytes per step: classification, separator-run
-// collapse by table-driven compaction, 8 hashes per step) that reports the same buckets in
-// the same order as the scalar loop, so scores are bit-identical:
+// The AVX2 path does both in one pass over 32-byte blocks (classification by compares and
+// nibble tables, 8 gram hashes per multiply from in-register windows, words from bit masks
+// hashed 8 bytes per multiply) and reports the same buckets in the same order as the
+// scalar passes, its specification:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
 //     group words: lower-cased word unigrams and adjacent-word bigrams
-//     group chars: character 4-grams of the lower-cased text (robust to unseen words)
+//     group chars: character 4-grams of the folded text (lower case, white space and control
+//                  bytes as ' ', punctuation kept): robust to unseen words, sees notation
 //   dense features (one float each, already scaled to about [0, 1]):
 //     length, word count, digit / math-symbol / upper-case / code-marker fractions,
 //     question marks, lines, mean word length, LaTeX markers, numbers.
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "hedge/core/arch.hpp"
@@ -71,20 +74,25 @@ struct feature_summary {
 };
 
 namespace detail {
-/// 32-bit finaliser of MurmurHash3 (public domain): spreads bits so that the bucket
-/// index can be taken from the low bits.
-constexpr std::uint32_t mix32(std::uint32_t h) noexcept {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
+/// Word hashing: the folded bytes of a word, as little-endian 8-byte chunks (the last one
+/// zero-padded; word bytes are never 0, so the padding is unambiguous), each folded in with
+/// one multiply by 2^64 / phi (Fibonacci hashing, Knuth TAOCP 6.4). A vector pass loads a
+/// chunk with one load and a mask, so most words (8 bytes or fewer) cost one multiply.
+/// Buckets are the top bits of a product, the well-mixed ones (its low bits depend only on
+/// the low bits of the factors).
+inline constexpr std::uint64_t golden64 = 0x9e3779b97f4a7c15u;
+constexpr std::uint64_t fold_word_chunk(std::uint64_t hash, std::uint64_t chunk) noexcept {
+  return (hash ^ chunk) * golden64;
+}
+/// Bigram of two word hashes; the rotation makes it order-dependent ("a b" != "b a").
+constexpr std::uint64_t bigram_hash(std::uint64_t previous, std::uint64_t hash) noexcept {
+  return (((previous << 29) | (previous >> 35)) ^ hash) * 0xc2b2ae3d27d4eb4fu;
 }
 
 /// Per-byte class, one table load per byte instead of a chain of comparisons:
 /// low 3 bits = counter category, bit 3 = word byte, bit 4 = word byte that is not a digit,
-/// bits 8.. = folded byte (lower case; ' ' for every separator).
+/// bits 8.. = folded byte: lower case; ' ' for spaces and control bytes; punctuation and
+/// symbols as they are (they mark maths, code and quoting, which the 4-grams then see).
 enum byte_category : std::uint8_t { other, digit, upper, math, code, latex, question, newline, category_count };
 inline constexpr std::uint16_t word_bit = 8;
 inline constexpr std::uint16_t non_digit_bit = 16;
@@ -102,9 +110,9 @@ constexpr std::array<std::uint16_t, 256> make_byte_classes() noexcept {
     else if (c == '?') category = question;
     else if (c == '\n') category = newline;
     const bool word = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
-    const unsigned folded = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
+    const unsigned folded = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c <= ' ' ? ' ' : c;
     const unsigned non_digit = word && !(c >= '0' && c <= '9') ? non_digit_bit : 0;
-    t[c] = static_cast<std::uint16_t>(category | (word ? word_bit : 0) | non_digit | (word ? folded : ' ') << 8);
+    t[c] = static_cast<std::uint16_t>(category | (word ? word_bit : 0) | non_digit | folded << 8);
   }
   return t;
 }
@@ -113,47 +121,60 @@ inline constexpr std::array<std::uint16_t, 256> byte_classes = make_byte_classes
 /// Scan state, carried from the vector blocks into the scalar tail.
 struct scan_state {
   std::array<std::uint32_t, category_count> counts{};
-  std::uint32_t gram = 0;      ///< last four kept folded bytes; a run of separators counts as one space
-  std::uint32_t gram_len = 0;  ///< kept bytes so far
+  std::uint32_t gram = 0;      ///< last four folded bytes, the latest in the low byte
+  std::uint32_t gram_len = 0;  ///< bytes so far
   // Words: maximal runs of letters, digits and non-ASCII bytes.
-  std::uint32_t words = 0, word_bytes = 0, numbers = 0, prev_word = 0;
-  std::uint32_t hash = 0;  ///< of the word in progress: rotate-xor per byte, mixed at its end
-  std::uint32_t length = 0;  ///< bytes of the word in progress (0: between words)
-  std::uint16_t seen = 0;    ///< class bits of the word in progress
+  std::uint32_t words = 0, word_bytes = 0, numbers = 0;
+  std::uint64_t prev_word = 0;
+  std::uint64_t hash = 0;     ///< of the whole chunks of the word in progress
+  std::uint64_t pending = 0;  ///< its last length % 8 bytes, little-endian
+  std::uint32_t length = 0;   ///< bytes of the word in progress (0: between words)
+  std::uint16_t seen = 0;     ///< class bits of the word in progress
 };
 
-constexpr std::uint32_t add_to_word_hash(std::uint32_t hash, std::uint32_t folded) noexcept {
-  return ((hash << 5) | (hash >> 27)) ^ folded;
-}
-
-/// Reports the unigram (and the bigram with the previous word) of the word in progress.
-template <std::uint32_t Mask, class Visitor>
-HEDGE_ALWAYS_INLINE void finish_word(scan_state& st, Visitor& visit) noexcept {
-  const std::uint32_t h = mix32(st.hash);
-  visit(hashed_group::words, h & Mask);
-  if (st.words > 0) visit(hashed_group::words, mix32(st.prev_word * 0x9e3779b1u + h) & Mask);
+/// Reports the unigram and (after the first word) the bigram of a word with hash h.
+template <unsigned BucketBits, class Visitor>
+HEDGE_ALWAYS_INLINE void report_word(scan_state& st, std::uint64_t h, bool number, Visitor& visit) noexcept {
+  visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
+  if (st.words > 0) visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
   st.prev_word = h;
   ++st.words;
-  st.word_bytes += st.length;
-  st.numbers += (st.seen & non_digit_bit) ? 0 : 1;
+  st.numbers += number ? 1 : 0;
+}
+
+/// Reports the word in progress and starts a new one.
+template <unsigned BucketBits, class Visitor>
+HEDGE_ALWAYS_INLINE void finish_word(scan_state& st, Visitor& visit) noexcept {
+  const std::uint64_t h = (st.length & 7u) != 0 ? fold_word_chunk(st.hash, st.pending) : st.hash;
+  report_word<BucketBits>(st, h, (st.seen & non_digit_bit) == 0, visit);
   st.hash = 0;
+  st.pending = 0;
   st.length = 0;
   st.seen = 0;
 }
 
+/// Adds a word byte of class `cls` to the word in progress.
+HEDGE_ALWAYS_INLINE void add_word_byte(scan_state& st, std::uint16_t cls) noexcept {
+  st.pending |= std::uint64_t{static_cast<std::uint32_t>(cls >> 8u)} << (8u * (st.length & 7u));
+  st.seen = static_cast<std::uint16_t>(st.seen | cls);
+  if ((++st.length & 7u) == 0) {
+    st.hash = fold_word_chunk(st.hash, st.pending);
+    st.pending = 0;
+  }
+}
+
 /// Scalar word pass over bytes [begin, end) (the specification); a word may continue
 /// from before `begin` and past `end`.
-template <std::uint32_t Mask, class Visitor>
+template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void word_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
                                          scan_state& st, Visitor& visit) noexcept {
   for (std::size_t k = begin; k < end; ++k) {
     const std::uint16_t cls = byte_classes[bytes[k]];
     if (cls & word_bit) {
-      st.hash = add_to_word_hash(st.hash, cls >> 8u);
-      st.seen = static_cast<std::uint16_t>(st.seen | cls);
-      ++st.length;
+      add_word_byte(st, cls);
+      ++st.word_bytes;
     } else if (st.length != 0) {
-      finish_word<Mask>(st, visit);
+      finish_word<BucketBits>(st, visit);
     }
   }
 }
@@ -162,7 +183,7 @@ HEDGE_ALWAYS_INLINE void word_pass_range(const unsigned char* bytes, std::size_t
 /// Category counts are eight 8-bit lanes of one integer, flushed every 255 bytes.
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
-                                                scan_state& st, Visitor& visit) noexcept {
+                                         scan_state& st, Visitor& visit) noexcept {
   std::uint32_t gram = st.gram, gram_len = st.gram_len;
   for (std::size_t chunk = begin; chunk < end; chunk += 255) {
     const std::size_t chunk_end = end - chunk < 255 ? end : chunk + 255;
@@ -170,9 +191,7 @@ HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t
     for (std::size_t k = chunk; k < chunk_end; ++k) {
       const std::uint16_t cls = byte_classes[bytes[k]];
       lanes += std::uint64_t{1} << (8u * (cls & 7u));
-      const std::uint32_t folded = cls >> 8;
-      if (folded == ' ' && (gram & 0xffu) == ' ') continue;  // collapse separator runs
-      gram = (gram << 8) | folded;
+      gram = (gram << 8) | static_cast<std::uint32_t>(cls >> 8);
       // Fibonacci hashing (Knuth): one multiply per byte.
       if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - BucketBits));
     }
@@ -186,26 +205,12 @@ HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
                               arch::scalar) noexcept {
-  constexpr auto mask = static_cast<std::uint32_t>((std::uint64_t{1} << BucketBits) - 1);
   char_pass_range<BucketBits>(bytes, 0, size, st, visit);
-  word_pass_range<mask>(bytes, 0, size, st, visit);
-  if (st.length != 0) finish_word<mask>(st, visit);
+  word_pass_range<BucketBits>(bytes, 0, size, st, visit);
+  if (st.length != 0) finish_word<BucketBits>(st, visit);
 }
 
 #if defined(__AVX2__)
-/// pshufb patterns that move the bytes selected by an 8-bit mask to the front, in order.
-constexpr std::array<std::array<std::uint8_t, 8>, 256> make_compaction_table() noexcept {
-  std::array<std::array<std::uint8_t, 8>, 256> t{};
-  for (unsigned m = 0; m < 256; ++m) {
-    unsigned n = 0;
-    for (unsigned b = 0; b < 8; ++b)
-      if (m & (1u << b)) t[m][n++] = static_cast<std::uint8_t>(b);
-    for (; n < 8; ++n) t[m][n] = 0x80;
-  }
-  return t;
-}
-inline constexpr std::array<std::array<std::uint8_t, 8>, 256> compaction_table = make_compaction_table();
-
 /// Nibble table for set membership: entry [low nibble] has bit h set when the byte
 /// (h << 4 | low) is in the set (ASCII only, h < 8).
 constexpr std::array<std::uint8_t, 16> nibble_set(std::string_view chars) noexcept {
@@ -236,24 +241,64 @@ HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcount(m));
 }
 
+/// The low n bytes (1 <= n <= 8) of a chunk.
+HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noexcept {
+#if defined(__BMI2__)
+  return _bzhi_u64(chunk, 8 * n);
+#else
+  return chunk & (~std::uint64_t{0} >> (64 - 8 * n));
+#endif
+}
+
+/// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
+/// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
+/// `size`.
+HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
+                                               std::size_t size) noexcept {
+  std::uint64_t h = 0;
+  for (;;) {
+    const std::uint32_t take = length < 8 ? length : 8;
+    std::uint64_t chunk = 0;
+    if (begin + 8 <= size) {
+      std::memcpy(&chunk, bytes + begin, sizeof chunk);  // little-endian, as the scalar pass builds it
+    } else {
+      for (std::uint32_t k = 0; k < take; ++k) chunk |= std::uint64_t{bytes[begin + k]} << (8 * k);
+    }
+    // Lower case: a word byte below 0x80 is a letter or a digit, and setting its bit 5
+    // folds upper to lower case and keeps digits; bytes from 0x80 stay as they are.
+    chunk |= (~chunk & 0x8080808080808080u) >> 2;
+    h = fold_word_chunk(h, low_bytes(chunk, take));
+    if (length <= 8) return h;
+    begin += 8;
+    length -= 8;
+  }
+}
+
 /// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
 /// (words from the word-byte bit mask), then the scalar passes on the tail. Each group's
 /// features come in the scalar order (char and word reports interleave by block).
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
                               arch::avx2) noexcept {
-  constexpr auto mask = static_cast<std::uint32_t>((std::uint64_t{1} << BucketBits) - 1);
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i math_lut = broadcast16(math_set), code_lut = broadcast16(code_set),
                 latex_lut = broadcast16(latex_set), high_lut = broadcast16(high_nibble_bit);
-  // Gram t of 8 (4 per 128-bit lane) from source bytes t..t+3, most significant first,
-  // as the scalar (gram << 8) | byte builds it.
-  const __m256i gram_pattern = _mm256_setr_epi8(3, 2, 1, 0, 4, 3, 2, 1, 5, 4, 3, 2, 6, 5, 4, 3,  //
-                                                7, 6, 5, 4, 8, 7, 6, 5, 9, 8, 7, 6, 10, 9, 8, 7);
-  // kept[0..3): the last three kept bytes before the block; then the block's kept bytes.
-  alignas(32) std::array<unsigned char, 48> kept{};
-  alignas(32) std::array<unsigned char, 32> folded_bytes{};
+  // The 4-grams ending at bytes 8g..8g+7 of a block, from a 16-byte window holding its
+  // bytes 8g-4..8g+11 in both 128-bit lanes: gram t is bytes t-3..t, most significant
+  // first, as the scalar (gram << 8) | byte builds it.
+  const __m256i gram_pattern = _mm256_setr_epi8(4, 3, 2, 1, 5, 4, 3, 2, 6, 5, 4, 3, 7, 6, 5, 4,  //
+                                                8, 7, 6, 5, 9, 8, 7, 6, 10, 9, 8, 7, 11, 10, 9, 8);
+  // Dword d of the window of group g is dword 2g - 1 + d of the block (-1: the previous
+  // block's last dword, blended in for g = 0; past 7: not used by any gram).
+  const __m256i window_dwords[4] = {_mm256_setr_epi32(0, 0, 1, 2, 0, 0, 1, 2), _mm256_setr_epi32(1, 2, 3, 4, 1, 2, 3, 4),
+                                             _mm256_setr_epi32(3, 4, 5, 6, 3, 4, 5, 6), _mm256_setr_epi32(5, 6, 7, 7, 5, 6, 7, 7)};
+  const __m256i fibonacci = _mm256_set1_epi32(static_cast<int>(0x9e3779b1u));
+  // The block's folded bytes, and 8 more so that a word chunk is always one 8-byte load.
+  alignas(32) std::array<unsigned char, 40> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
+  __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
+  std::uint32_t carried = 0;  ///< bytes of the word in progress before the block (0: none)
+  bool carried_non_digit = false;
   std::size_t i = 0;
   for (; i + 32 <= size; i += 32) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
@@ -273,66 +318,79 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     st.counts[question] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('?'))));
     st.counts[newline] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n'))));
 
-    // Fold (lower case; ' ' for every separator), then drop separators after separators.
+    // Fold: lower case; ' ' for spaces and control bytes (0..32).
     const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, _mm256_set1_epi8(0x20)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()),
-                       _mm256_blendv_epi8(_mm256_set1_epi8(' '), lowered, word));
-    const std::uint32_t separator = ~bits(word);
-    const std::uint32_t after_separator = (separator << 1) | ((st.gram & 0xffu) == ' ' ? 1u : 0u);
-    const std::uint32_t keep = ~(separator & after_separator);
+    const __m256i folded = _mm256_blendv_epi8(lowered, _mm256_set1_epi8(' '), in_range(v, 0, ' '));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
 
-    kept[0] = static_cast<unsigned char>(st.gram >> 16);
-    kept[1] = static_cast<unsigned char>(st.gram >> 8);
-    kept[2] = static_cast<unsigned char>(st.gram);
-    std::size_t n = 3;
+    // 4-grams: 8 per multiply, in text order.
     for (std::size_t g = 0; g < 4; ++g) {
-      const std::uint32_t m = (keep >> (8 * g)) & 0xffu;
-      const __m128i src = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(folded_bytes.data() + 8 * g));
-      const __m128i pattern = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(compaction_table[m].data()));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(kept.data() + n), _mm_shuffle_epi8(src, pattern));
-      n += popcount(m);
-    }
-
-    // Kept byte j (j >= 3) is the (gram_len + j - 2)-th of the text; grams start at the 4th.
-    std::size_t j = st.gram_len >= 3 ? 3 : 6 - st.gram_len;
-    for (; j < n; j += 8) {
-      const __m256i window = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kept.data() + j - 3)));
+      __m256i window = _mm256_permutevar8x32_epi32(folded, window_dwords[g]);
+      if (g == 0) window = _mm256_blend_epi32(window, previous_dword, 0x11);
       const __m256i grams = _mm256_shuffle_epi8(window, gram_pattern);
-      const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, _mm256_set1_epi32(static_cast<int>(0x9e3779b1u))),
-                                               static_cast<int>(32 - BucketBits));
+      const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, fibonacci), static_cast<int>(32 - BucketBits));
       _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
-      const std::size_t count = n - j < 8 ? n - j : 8;
-      if constexpr (requires { visit(hashed_group::chars, buckets.data(), count); }) {
-        visit(hashed_group::chars, buckets.data(), count);
-      } else {
-        for (std::size_t t = 0; t < count; ++t) visit(hashed_group::chars, buckets[t]);
+      if (st.gram_len + 8 * g >= 3) {
+        if constexpr (requires { visit(hashed_group::chars, buckets.data(), std::size_t{8}); }) {
+          visit(hashed_group::chars, buckets.data(), std::size_t{8});
+        } else {
+          for (std::size_t t = 0; t < 8; ++t) visit(hashed_group::chars, buckets[t]);
+        }
+      } else {  // the text's first block: its first grams end at byte 3
+        for (std::size_t t = 3 - st.gram_len - 8 * g; t < 8; ++t) visit(hashed_group::chars, buckets[t]);
       }
     }
-    if (n >= 4)
-      st.gram = static_cast<std::uint32_t>(kept[n - 4]) << 24 | static_cast<std::uint32_t>(kept[n - 3]) << 16 |
-                static_cast<std::uint32_t>(kept[n - 2]) << 8 | kept[n - 1];
-    st.gram_len += static_cast<std::uint32_t>(n - 3);
+    previous_dword = _mm256_permutevar8x32_epi32(folded, _mm256_set1_epi32(7));
+    st.gram_len += 32;
+    const std::uint32_t separator = ~bits(word);
 
-    // Words: each run of word bits; a run touching bit 31 continues in the next block.
-    const std::uint32_t word_bits = ~separator, digit_bits = bits(digits);
-    if (st.length != 0 && !(word_bits & 1u)) finish_word<mask>(st, visit);
-    std::uint32_t remaining = word_bits;
-    while (remaining != 0) {
-      const auto start = static_cast<unsigned>(__builtin_ctz(remaining));
-      const auto run = static_cast<unsigned>(__builtin_ctzll(~(std::uint64_t{remaining} >> start)));
-      const unsigned end = start + run;
-      for (unsigned p = start; p < end; ++p) st.hash = add_to_word_hash(st.hash, folded_bytes[p]);
-      const auto run_bits = static_cast<std::uint32_t>(((std::uint64_t{1} << run) - 1) << start);
-      if (run_bits & ~digit_bits) st.seen = static_cast<std::uint16_t>(st.seen | non_digit_bit);
-      st.length += run;
-      if (end == 32) break;
-      finish_word<mask>(st, visit);
-      remaining &= ~run_bits;
+    // Words: each run of word bits. A run touching bit 31 may continue in the next block;
+    // a word is hashed once its end is known. Starts and ends are taken from two masks
+    // (lowest bit, then clear it), two short dependency chains instead of one per word.
+    const std::uint32_t word_bits = ~separator, non_digit_bits = word_bits & ~bits(digits);
+    st.word_bytes += popcount(word_bits);
+    std::uint32_t starts = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
+    std::uint32_t ends = word_bits & ~((word_bits >> 1) | 0x80000000u);  // last bytes of words ending here
+    if (carried != 0) {  // the word in progress continues with the block's leading run
+      const auto run = static_cast<unsigned>(__builtin_ctzll(~std::uint64_t{word_bits}));
+      carried_non_digit = carried_non_digit || (non_digit_bits & static_cast<std::uint32_t>((std::uint64_t{1} << run) - 1)) != 0;
+      if (run == 32) {
+        carried += 32;
+        continue;
+      }
+      if (run != 0) ends &= ends - 1;
+      const std::uint32_t length = carried + run;
+      report_word<BucketBits>(st, hash_word_at(bytes, i + run - length, length, size), !carried_non_digit, visit);
+      carried = 0;
+      carried_non_digit = false;
+    }
+    for (; starts != 0; starts &= starts - 1) {
+      const auto start = static_cast<unsigned>(__builtin_ctz(starts));
+      if (ends == 0) {  // runs to the end of the block
+        carried = 32 - start;
+        carried_non_digit = (non_digit_bits >> start) != 0;
+        break;
+      }
+      const unsigned run = static_cast<unsigned>(__builtin_ctz(ends)) + 1 - start;
+      ends &= ends - 1;
+      const bool number = ((non_digit_bits >> start) & ((1u << run) - 1)) == 0;
+      std::uint64_t h;
+      if (run <= 8) {  // most words: one load, one mask, one multiply
+        std::uint64_t chunk;
+        std::memcpy(&chunk, folded_bytes.data() + start, sizeof chunk);  // little-endian, as the scalar pass builds it
+        h = fold_word_chunk(0, low_bytes(chunk, run));
+      } else {
+        h = hash_word_at(bytes, i + start, run, size);
+      }
+      report_word<BucketBits>(st, h, number, visit);
     }
   }
+  // Hand a word in progress to the scalar pass as its state after the word's bytes so far.
+  for (std::size_t k = i - carried; k < i; ++k) add_word_byte(st, byte_classes[bytes[k]]);
+  if (i != 0) st.gram = __builtin_bswap32(static_cast<std::uint32_t>(_mm256_cvtsi256_si32(previous_dword)));
   char_pass_range<BucketBits>(bytes, i, size, st, visit);
-  word_pass_range<mask>(bytes, i, size, st, visit);
-  if (st.length != 0) finish_word<mask>(st, visit);
+  word_pass_range<BucketBits>(bytes, i, size, st, visit);
+  if (st.length != 0) finish_word<BucketBits>(st, visit);
 }
 #endif
 }  // namespace detail
@@ -356,7 +414,8 @@ class complexity_features {
   /// the dense features and occurrence counts.
   /// \tparam Visitor callable as visit(hashed_group, std::uint32_t) noexcept; if it is also
   ///   callable as visit(hashed_group, const std::uint32_t* buckets, std::size_t count), the
-  ///   vector pass hands it up to 8 consecutive buckets of a group at once (same order)
+  ///   vector pass hands it up to 8 consecutive buckets of a group at once (same order;
+  ///   `buckets` is 32-byte aligned and 8 entries are readable)
   /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
   ///   every tag reports the same features in the same order)
   template <class Visitor, class Arch = arch::native>

@@ -6,19 +6,29 @@
 // neither -> 0.5, only the edge -> 0). Scoring runs the feature extraction and sums
 // weights as it goes: no feature vector, no allocation.
 //
+// Hashed weights are 16-bit integers with one scale per group (a weight is value x scale):
+// both tables of the default 4096-bucket model take 16 KB and stay in L1 while a prompt is
+// scored, and integer sums are exact, so the scalar and vector feature passes give the
+// same score in any order of addition. Training rounds float weights to the nearest step
+// of max|w| / 32767 (no measurable change in APGR: docs/routing.md).
+//
 // Weights file (text, one record per line, '#' starts a comment line):
 //
-//     hedge-complexity 1            magic and format version
-//     buckets 16384                 hash buckets; must equal the model's Buckets
+//     hedge-complexity 2            magic and format version (2: the features of
+//                                   complexity_features.hpp since 8-byte word chunks, 4-grams
+//                                   with punctuation; quantised weights)
+//     buckets 4096                  hash buckets; must equal the model's Buckets
 //     bias -0.7311
 //     dense log_bytes 0.25          one line per dense feature (names: dense_feature_names);
 //     ...                           missing ones are 0
-//     words 812 0.0417              hashed word-group weight: bucket, value
-//     chars 90 -0.0031              hashed char-group weight: bucket, value
+//     scale words 1.52e-05          quantisation step of each hashed group (finite, > 0; default 1)
+//     scale chars 9.8e-06
+//     words 812 2731                hashed word-group weight: bucket, integer in [-32767, 32767]
+//     chars 90 -203                 hashed char-group weight: bucket, integer in [-32767, 32767]
 //
 // Buckets not listed are 0, so a file only lists the weights training touched.
-// The model itself is large (2 x Buckets floats): keep it in static storage or a caller
-// buffer and give policies a pointer to it.
+// The model is 2 x Buckets x 2 bytes plus a few floats: keep it in static storage or a
+// caller buffer and give policies a pointer to it.
 #pragma once
 
 #include <array>
@@ -29,65 +39,86 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
-#include <utility>
 
 #include "hedge/core/result.hpp"
 #include "hedge/route/complexity_features.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace hedge::route {
 
 /// Logistic complexity model.
 /// \tparam Buckets hash buckets per hashed group (a power of two)
-template <std::size_t Buckets = 16384>
+template <std::size_t Buckets = 4096>
 struct complexity_model {
   using features = complexity_features<Buckets>;
+  using hashed_weight = std::int16_t;
   static constexpr std::size_t buckets = Buckets;
+  static constexpr hashed_weight max_hashed_weight = 32767;
 
   float bias = 0.0f;
   std::array<float, dense_feature_count> dense{};
-  std::array<std::array<float, Buckets>, hashed_group_count> hashed{};
+  /// Value of one step of each group's hashed weights.
+  std::array<float, hashed_group_count> scale{1.0f, 1.0f};
+  std::array<std::array<hashed_weight, Buckets>, hashed_group_count> hashed{};
 
   /// Linear score (log-odds) of a prompt; every Arch gives the same bits.
   template <class Arch = arch::native>
   [[nodiscard]] float logit(std::string_view prompt, Arch = {}) const noexcept {
-    // Two register accumulators per group, swapped after each add, so consecutive adds do
-    // not wait on each other (the char group adds once per byte). The batch overload (used
-    // by the vector pass) adds to them in the same alternation without the swaps.
+    // Integer sums: exact, so independent of the order the passes report buckets in, and
+    // each add depends only on its load (no floating-point add chain). 64 bits: a prompt
+    // would need 2^48 features to overflow; a batch of 8 fits 32 bits.
     struct accumulate {
       const complexity_model& m;
-      float words0 = 0.0f, words1 = 0.0f, chars0 = 0.0f, chars1 = 0.0f;
+      std::array<std::int64_t, hashed_group_count> sums{};
+#if defined(__AVX2__)
+      __m256i lanes = _mm256_setzero_si256();  ///< char-group sums of the batch visits, per lane
+      std::uint32_t batches = 0;               ///< since the lanes were last added to sums
+#endif
       void operator()(hashed_group g, std::uint32_t bucket) noexcept {
-        if (g == hashed_group::words) {
-          words0 += m.hashed[static_cast<std::size_t>(hashed_group::words)][bucket];
-          std::swap(words0, words1);
-        } else {
-          chars0 += m.hashed[static_cast<std::size_t>(hashed_group::chars)][bucket];
-          std::swap(chars0, chars1);
-        }
+        const auto k = static_cast<std::size_t>(g);
+        sums[k] += m.hashed[k][bucket];
       }
       void operator()(hashed_group g, const std::uint32_t* buckets, std::size_t count) noexcept {
-        const bool words = g == hashed_group::words;
-        float& next = words ? words0 : chars0;
-        float& other = words ? words1 : chars1;
-        const auto& weights = m.hashed[static_cast<std::size_t>(g)];
-        std::size_t t = 0;
-        for (; t + 2 <= count; t += 2) {
-          next += weights[buckets[t]];
-          other += weights[buckets[t + 1]];
-        }
-        if (t < count) {
-          next += weights[buckets[t]];
-          std::swap(next, other);
-        }
+        const auto k = static_cast<std::size_t>(g);
+#if defined(__AVX2__)
+        // One gather of 32-bit words ending at each weight (its high half; the low half is
+        // the int16 before it, inside this object: the other table or `scale`), masked to
+        // the first `count` lanes.
+        const __m256i index = _mm256_load_si256(reinterpret_cast<const __m256i*>(buckets));
+        const __m256i active = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const auto* base = reinterpret_cast<const int*>(reinterpret_cast<const char*>(m.hashed[k].data()) - 2);
+        const __m256i pairs = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, index, active, 2);
+        lanes = _mm256_add_epi32(lanes, _mm256_srai_epi32(pairs, 16));
+        // A lane gains at most 32767 per batch: add the lanes to sums before 2^31 / 32767 batches.
+        if (++batches == 65536) flush();
+#else
+        const auto& weights = m.hashed[k];
+        std::int32_t sum = 0;
+        for (std::size_t t = 0; t < count; ++t) sum += weights[buckets[t]];
+        sums[k] += sum;
+#endif
+      }
+      void flush() noexcept {
+#if defined(__AVX2__)
+        alignas(32) std::array<std::int32_t, 8> lane{};
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lane.data()), lanes);
+        for (const std::int32_t v : lane) sums[static_cast<std::size_t>(hashed_group::chars)] += v;
+        lanes = _mm256_setzero_si256();
+        batches = 0;
+#endif
       }
     };
     accumulate acc{*this};
     const feature_summary s = features::extract(prompt, acc, Arch{});
-    const std::array<float, hashed_group_count> sums{acc.words0 + acc.words1, acc.chars0 + acc.chars1};
+    acc.flush();
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
     for (std::size_t g = 0; g < hashed_group_count; ++g)
-      z += sums[g] * s.group_scale(static_cast<hashed_group>(g));
+      z += scale[g] * static_cast<float>(acc.sums[g]) * s.group_scale(static_cast<hashed_group>(g));
     return z;
   }
   /// Probability that the prompt needs the cloud tier.
@@ -124,7 +155,8 @@ template <std::size_t Buckets>
 result<void> parse_complexity_weights(std::string_view text, complexity_model<Buckets>& model) noexcept {
   model.bias = 0.0f;
   model.dense.fill(0.0f);
-  for (auto& g : model.hashed) g.fill(0.0f);
+  model.scale.fill(1.0f);
+  for (auto& g : model.hashed) g.fill(0);
   bool seen_magic = false, seen_buckets = false;
   std::size_t line_no = 0;
   while (!text.empty()) {
@@ -140,9 +172,9 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
     };
     if (!seen_magic) {
       std::uint32_t version = 0;
-      if (key != "hedge-complexity") return bad("expected 'hedge-complexity 1' first");
+      if (key != "hedge-complexity") return bad("expected 'hedge-complexity 2' first");
       if (!detail::parse_number(detail::next_field(line), version)) return bad("bad version");
-      if (version != 1) return error{errc::unsupported} << "complexity weights version " << version << " (this build reads 1)";
+      if (version != 2) return error{errc::unsupported} << "complexity weights version " << version << " (this build reads 2)";
       seen_magic = true;
     } else if (key == "buckets") {
       std::uint64_t n = 0;
@@ -159,13 +191,23 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
       while (k < dense_feature_count && dense_feature_names[k] != name) ++k;
       if (k == dense_feature_count) return bad("unknown dense feature");
       if (!detail::parse_number(detail::next_field(line), model.dense[k])) return bad("bad dense value");
+    } else if (key == "scale") {
+      const auto name = detail::next_field(line);
+      if (name != "words" && name != "chars") return bad("unknown hashed group");
+      float step = 0.0f;
+      if (!detail::parse_number(detail::next_field(line), step) || !(step > 0.0f)) return bad("bad scale value");
+      model.scale[static_cast<std::size_t>(name == "words" ? hashed_group::words : hashed_group::chars)] = step;
     } else if (key == "words" || key == "chars") {
       if (!seen_buckets) return bad("'buckets' must precede hashed weights");
       std::uint64_t bucket = 0;
       if (!detail::parse_number(detail::next_field(line), bucket)) return bad("bad bucket index");
       if (bucket >= Buckets) return bad("bucket index out of range");
       const auto g = static_cast<std::size_t>(key == "words" ? hashed_group::words : hashed_group::chars);
-      if (!detail::parse_number(detail::next_field(line), model.hashed[g][bucket])) return bad("bad weight value");
+      std::int32_t value = 0;
+      if (!detail::parse_number(detail::next_field(line), value) || value < -complexity_model<Buckets>::max_hashed_weight ||
+          value > complexity_model<Buckets>::max_hashed_weight)
+        return bad("bad weight value");
+      model.hashed[g][bucket] = static_cast<typename complexity_model<Buckets>::hashed_weight>(value);
     } else {
       return bad("unknown record");
     }

@@ -91,9 +91,10 @@ double logit_of(const complexity_model<Buckets>& model, const sparse_features& f
   double z = model.bias;
   for (std::size_t j = 0; j < f.index.size(); ++j) {
     const auto i = f.index[j];
+    const std::size_t g = (i - dense_feature_count) / Buckets;
     const float w = i < dense_feature_count
                         ? model.dense[i]
-                        : model.hashed[(i - dense_feature_count) / Buckets][(i - dense_feature_count) % Buckets];
+                        : model.scale[g] * static_cast<float>(model.hashed[g][(i - dense_feature_count) % Buckets]);
     z += static_cast<double>(w) * f.value[j];
   }
   return z;

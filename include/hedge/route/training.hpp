@@ -130,7 +130,7 @@ sparse_features sparse_features_of(std::string_view prompt) {
 struct logistic_options {
   int epochs = 3;
   double learning_rate = 0.1;  ///< AdaGrad base step
-  double l2 = 3e-3;            ///< ridge penalty per step on touched weights
+  double l2 = 3e-2;            ///< ridge penalty per step on touched weights
   std::uint64_t seed = 1;      ///< example order
 };
 
@@ -165,6 +165,21 @@ inline void train_logistic(const std::vector<const sparse_features*>& x, const s
   }
 }
 
+/// Rounds float weights of one hashed group to the model's integer steps (step = max|w| /
+/// 32767, so the largest weight keeps its value and every weight is within half a step).
+template <std::size_t Buckets>
+void quantize_hashed_weights(const float* w, complexity_model<Buckets>& model, hashed_group group) {
+  const auto g = static_cast<std::size_t>(group);
+  float largest = 0.0f;
+  for (std::size_t b = 0; b < Buckets; ++b) largest = std::max(largest, std::abs(w[b]));
+  const float step = largest > 0.0f ? largest / complexity_model<Buckets>::max_hashed_weight : 1.0f;
+  model.scale[g] = step;
+  for (std::size_t b = 0; b < Buckets; ++b)
+    model.hashed[g][b] = static_cast<typename complexity_model<Buckets>::hashed_weight>(
+        std::clamp(std::lround(w[b] / step), -long{complexity_model<Buckets>::max_hashed_weight},
+                   long{complexity_model<Buckets>::max_hashed_weight}));
+}
+
 /// Trains a complexity model on prompts with labels in [0, 1] (1 = send to the cloud).
 /// \tparam Buckets the model's bucket count
 template <std::size_t Buckets>
@@ -177,8 +192,7 @@ void train_complexity_model(const std::vector<const sparse_features*>& x, const 
   model.bias = bias;
   std::copy_n(w.begin(), dense_feature_count, model.dense.begin());
   for (std::size_t g = 0; g < hashed_group_count; ++g)
-    std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(dense_feature_count + g * Buckets), Buckets,
-                model.hashed[g].begin());
+    quantize_hashed_weights(w.data() + dense_feature_count + g * Buckets, model, static_cast<hashed_group>(g));
 }
 
 /// Writes a model in the weights-file format of complexity_model.hpp (non-zero buckets only).
@@ -187,16 +201,18 @@ result<void> write_complexity_weights(const complexity_model<Buckets>& model, co
                                       std::string_view comment = {}) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return error{errc::io_error} << "cannot create " << path;
-  std::fprintf(f, "hedge-complexity 1\n");
+  std::fprintf(f, "hedge-complexity 2\n");
   if (!comment.empty()) std::fprintf(f, "# %.*s\n", static_cast<int>(comment.size()), comment.data());
   std::fprintf(f, "buckets %zu\nbias %.9g\n", Buckets, static_cast<double>(model.bias));
   for (std::size_t k = 0; k < dense_feature_count; ++k)
     std::fprintf(f, "dense %.*s %.9g\n", static_cast<int>(dense_feature_names[k].size()), dense_feature_names[k].data(),
                  static_cast<double>(model.dense[k]));
   for (std::size_t g = 0; g < hashed_group_count; ++g)
+    std::fprintf(f, "scale %s %.9g\n", g == 0 ? "words" : "chars", static_cast<double>(model.scale[g]));
+  for (std::size_t g = 0; g < hashed_group_count; ++g)
     for (std::size_t b = 0; b < Buckets; ++b)
-      if (model.hashed[g][b] != 0.0f)
-        std::fprintf(f, "%s %zu %.9g\n", g == 0 ? "words" : "chars", b, static_cast<double>(model.hashed[g][b]));
+      if (model.hashed[g][b] != 0)
+        std::fprintf(f, "%s %zu %d\n", g == 0 ? "words" : "chars", b, static_cast<int>(model.hashed[g][b]));
   const bool failed = std::ferror(f) != 0;
   if (std::fclose(f) != 0 || failed) return error{errc::io_error} << "error writing " << path;
   return ok();
