@@ -7,7 +7,7 @@
 //
 // Flash-decoding (Dao et al. 2023, "Flash-Decoding for long-context inference"):
 // the positions of each KV head are cut into `splits` contiguous ranges; the
-// executor runs the (kv head, split) items in parallel, each produces online
+// executor's threads claim the (kv head, split) items one at a time, each produces online
 // softmax states (hedge/attention/online_softmax.hpp) in the workspace, and the
 // states merge in split order. Any split count gives the same output up to float
 // rounding (tests bound the difference by 1e-5 relative to max |v|: the merge
@@ -18,6 +18,8 @@
 // overload (avx512bw) uses its parent's.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -67,8 +69,16 @@ result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t laye
     return error{errc::capacity_exceeded} << "decode attention: workspace of " << workspace.size()
                                           << " floats, needs " << decode_workspace_floats(q_heads, dim, splits);
   const std::size_t stride = decode_state_floats(dim), padded = attention_padded_dim(dim);
-  exec.parallel_for(kv_heads * splits, [&](std::size_t first, std::size_t last) {
-    for (std::size_t item = first; item < last; ++item) {
+  // Each part claims (kv head, split) items from a shared counter instead of taking a
+  // fixed slice: a thread that runs slower (a core shared with another process, a
+  // worker still waking up) takes fewer items instead of holding up the whole call.
+  // Items write disjoint workspace states and merge in split order below, so the
+  // output does not depend on which thread ran what.
+  const std::size_t items = kv_heads * splits;
+  std::atomic<std::size_t> next{0};
+  const std::size_t parts = std::min<std::size_t>(items, exec.concurrency());
+  exec.parallel_for(parts, [&](std::size_t, std::size_t) {
+    for (std::size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const std::size_t head = item / splits, split = item % splits;
       const range r = split_range(static_cast<std::size_t>(tokens), splits, split);
       decode_task task{q.data() + head * group * dim, group, head * group, head, begin + r.begin, begin + r.end,
