@@ -19,7 +19,8 @@
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
 // "stop" byte: anything outside the plain set (digits, '@', ':', '-', '+', '(', ...), or a
-// 'b'/'d' starting a letter run (a birth keyword may begin there). The scan jumps to the
+// letter run starting "bi", "bo" or "do" in any case (a birth keyword may begin there;
+// other runs starting with b or d are ordinary words). The scan jumps to the
 // start of the letter run before that stop and runs the matchers from there. Why this
 // finds exactly what the byte-by-byte scan (`find_reference`, the specification) finds:
 // every entity needs a non-plain byte at most one letter run after its start (IBAN: a
@@ -27,7 +28,7 @@
 // dates, cards, phones, SSNs, IPs: digits; e-mail: '@'), except a text date of birth,
 // which is only looked for inside a birth window, and the skip is off inside one.
 // The byte-by-byte scan over a plain run changes no state: no match, and no birth keyword
-// (those start with 'b'/'d', a stop).
+// (those start with "bi", "bo" or "do", a stop).
 #pragma once
 
 #include <array>
@@ -135,15 +136,23 @@ constexpr bool pii_plain(unsigned char c) noexcept {
   return pii_letter(c) || c == ' ' || c == '\n' || c == ',' || c == '.' || c == '?' || c == '\'' || c == '"';
 }
 
-/// First stop position in [i, end), or end: a byte that is not plain, or a 'b'/'d' whose
-/// previous byte is not a letter (the byte at i counts as starting a run).
-/// Scalar reference of the pre-scan.
+/// Whether a letter run starting with lower-case-or-not `c` then `next` may be a birth
+/// keyword ("born", "birth...", "dob"): "bi", "bo", "do" in any case.
+constexpr bool pii_birth_start(unsigned char c, unsigned char next) noexcept {
+  const auto a = static_cast<unsigned char>(c | 0x20), b = static_cast<unsigned char>(next | 0x20);
+  return (a == 'b' && (b == 'i' || b == 'o')) || (a == 'd' && b == 'o');
+}
+
+/// First stop position in [i, end), or end: a byte that is not plain, or a letter that
+/// starts a run (previous byte not a letter; the byte at i counts as starting one) with
+/// "bi", "bo" or "do". Scalar reference of the pre-scan.
 constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
   bool prev_letter = false;
   for (; i < end; ++i) {
     const auto c = static_cast<unsigned char>(t[i]);
-    const auto lower = static_cast<unsigned char>(c | 0x20);
-    if (!pii_plain(c) || (!prev_letter && (lower == 'b' || lower == 'd'))) return i;
+    if (!pii_plain(c) ||
+        (!prev_letter && i + 1 < end && pii_birth_start(c, static_cast<unsigned char>(t[i + 1]))))
+      return i;
     prev_letter = pii_letter(c);
   }
   return end;
@@ -164,8 +173,16 @@ inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t 
     const __m256i other_plain = _mm256_or_si256(
         _mm256_or_si256(_mm256_or_si256(eq(' '), eq('\n')), _mm256_or_si256(eq(','), eq('.'))),
         _mm256_or_si256(_mm256_or_si256(eq('?'), eq('\'')), eq('"')));
-    const __m256i b_or_d = _mm256_or_si256(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8('b')),
-                                           _mm256_cmpeq_epi8(lower, _mm256_set1_epi8('d')));
+    // Birth-keyword starts: "bi", "bo", "do" in any case. Each byte's successor: one load,
+    // or in the text's last block the block shifted by a byte (0 after the last byte).
+    const __m256i successor = i + 33 <= end ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 1))
+                                            : _mm256_alignr_epi8(_mm256_permute2x128_si256(v, v, 0x81), v, 1);
+    const __m256i next = _mm256_or_si256(successor, _mm256_set1_epi8(0x20));
+    const __m256i next_o = _mm256_cmpeq_epi8(next, _mm256_set1_epi8('o'));
+    const __m256i b_or_d = _mm256_or_si256(
+        _mm256_and_si256(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8('b')),
+                         _mm256_or_si256(next_o, _mm256_cmpeq_epi8(next, _mm256_set1_epi8('i')))),
+        _mm256_and_si256(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8('d')), next_o));
     const auto letters = static_cast<std::uint32_t>(_mm256_movemask_epi8(letter));
     const auto plain = letters | static_cast<std::uint32_t>(_mm256_movemask_epi8(other_plain));
     const auto run_start_bd = static_cast<std::uint32_t>(_mm256_movemask_epi8(b_or_d)) & ~((letters << 1) | prev_letter);
