@@ -66,6 +66,17 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
   expect_same_features<16384>(std::string(1000, ' ') + "end");
 }
 
+// Above 2^19 bytes the vector char sums are flushed every 65536 batches: same score.
+TEST(ComplexityFeatures, LongPromptScoresLikeTheScalarPass) {
+  hedge::verify::seeded_random rng{9};
+  auto model = std::make_unique<complexity_model<256>>();
+  for (auto& group : model->hashed)
+    for (auto& w : group) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
+  std::string text;
+  while (text.size() < (std::size_t{1} << 19) + 100000) text += "Solve x^2 = 4? Then Explain, in 3 steps. ";
+  EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{}));
+}
+
 TEST(ComplexityFeatures, CountsAndDenseValues) {
   std::size_t words = 0, chars = 0;
   const auto s = complexity_features<256>::extract("Solve x^2 = 4?", [&](hashed_group g, std::uint32_t b) noexcept {

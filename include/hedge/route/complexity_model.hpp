@@ -67,6 +67,18 @@ struct complexity_model {
   /// Linear score (log-odds) of a prompt; every Arch gives the same bits.
   template <class Arch = arch::native>
   [[nodiscard]] float logit(std::string_view prompt, Arch = {}) const noexcept {
+    // Below 2^19 bytes (fewer than 65536 batches of 8 grams) the vector lanes of the char
+    // sums cannot overflow, and the batches skip the count that guards them.
+    return prompt.size() < (std::size_t{1} << 19) ? score<false>(prompt, Arch{}) : score<true>(prompt, Arch{});
+  }
+  /// Probability that the prompt needs the cloud tier.
+  [[nodiscard]] float probability(std::string_view prompt) const noexcept {
+    return 1.0f / (1.0f + std::exp(-logit(prompt)));
+  }
+
+ private:
+  template <bool CountBatches, class Arch>
+  [[nodiscard]] float score(std::string_view prompt, Arch) const noexcept {
     // Integer sums: exact, so independent of the order the passes report buckets in, and
     // each add depends only on its load (no floating-point add chain). 64 bits: a prompt
     // would need 2^48 features to overflow; a batch of 8 fits 32 bits.
@@ -94,7 +106,9 @@ struct complexity_model {
         const __m256i pairs = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, index, active, 2);
         lanes = _mm256_add_epi32(lanes, _mm256_srai_epi32(pairs, 16));
         // A lane gains at most 32767 per batch: add the lanes to sums before 2^31 / 32767 batches.
-        if (++batches == 65536) flush();
+        if constexpr (CountBatches) {
+          if (++batches == 65536) flush();
+        }
 #else
         const auto& weights = m.hashed[k];
         std::int32_t sum = 0;
@@ -120,10 +134,6 @@ struct complexity_model {
     for (std::size_t g = 0; g < hashed_group_count; ++g)
       z += scale[g] * static_cast<float>(acc.sums[g]) * s.group_scale(static_cast<hashed_group>(g));
     return z;
-  }
-  /// Probability that the prompt needs the cloud tier.
-  [[nodiscard]] float probability(std::string_view prompt) const noexcept {
-    return 1.0f / (1.0f + std::exp(-logit(prompt)));
   }
 };
 
