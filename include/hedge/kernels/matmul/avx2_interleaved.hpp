@@ -110,11 +110,9 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
       const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
       prefetch_ahead(g);
       // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
-      // Not unrolled: g++ 12 would hoist every quad's products and spill them.
       __m256i sums[M];
       for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-      for (int j = 0; j < 4; ++j) {
+      const auto quad = [&](int j) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
         const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
@@ -124,6 +122,17 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
                                                 madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
           sums[m] = _mm256_add_epi16(sums[m], pair);
         }
+      };
+      if constexpr (M == 1) {
+        // GEMV: unrolled (1.09-1.30x with the weights in cache, same from DRAM).
+        quad(0);
+        quad(1);
+        quad(2);
+        quad(3);
+      } else {
+        // Not unrolled: g++ 12 would hoist every quad's products for M rows and spill them.
+#pragma GCC unroll 1
+        for (int j = 0; j < 4; ++j) quad(j);
       }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
       for (int m = 0; m < M; ++m) {
