@@ -10,8 +10,8 @@
 // weighted values, which grows like sqrt(context) x 6e-8; measured maxima are
 // below 3e-6.
 //
-// The AVX2 kernel rounds the query to Q8_0 for q8_0/q4_0 keys (integer q.k, as
-// llama.cpp does): it is held to the same 2e-5 against the reference on the
+// The AVX2 and NEON kernels round the query to Q8_0 for q8_0/q4_0 keys (integer
+// q.k, as llama.cpp does): they are held to the same 2e-5 against the reference on the
 // rounded query, and against the reference on the original query to the bound
 // the rounding implies (query_rounding_bound: (e^(2E) - 1) max|v| / max|out|, E
 // the largest logit change), measured at 2e-3..5e-3 of max |output| here.
@@ -43,7 +43,7 @@ void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::siz
                              const std::vector<float>& q, const hedge::attention_params& p, std::size_t splits,
                              const char* what) {
   const auto want = hedge::test::reference_attention(view, layer, q, p, view.begin(), view.end(), view.end() - 1);
-  // What the AVX2 kernel computes for block-quantized keys: attention of the Q8_0-rounded query.
+  // What the SIMD kernels compute for block-quantized keys: attention of the Q8_0-rounded query.
   constexpr bool rounds_query = std::is_same_v<Elem, hedge::kv_q8_0> || std::is_same_v<Elem, hedge::kv_q4_0>;
   const auto rounded = rounds_query ? hedge::test::q8_0_rounded(q, view.head_dim()) : q;
   const auto want_rounded =
@@ -66,6 +66,10 @@ void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::siz
   };
   run(hedge::arch::scalar{}, false);
   run(hedge::arch::avx2{}, rounds_query);
+#if defined(__aarch64__)
+  run(hedge::arch::neon{}, rounds_query);  // smull int8 q.k, also where the CPU has dotprod
+  run(hedge::arch::neon_dotprod{}, rounds_query);
+#endif
 }
 
 TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {

@@ -13,9 +13,9 @@
 // rounding (tests bound the difference by 1e-5 relative to max |v|: the merge
 // rescales by exp of max differences, rounding once per step).
 //
-// Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (K/V read
-// in their stored format and dequantized in registers). A tag without an
-// overload (avx512bw) uses its parent's.
+// Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (x86) and
+// decode_neon.hpp (AArch64 neon and neon_dotprod; K/V read in their stored format
+// and dequantized in registers). A tag without an overload (avx512bw) uses its parent's.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +25,8 @@
 #include <span>
 #include <type_traits>
 
+#include "hedge/attention/decode_avx2.hpp"
+#include "hedge/attention/decode_neon.hpp"
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/online_softmax.hpp"
 #include "hedge/attention/params.hpp"
@@ -32,7 +34,6 @@
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/kv/cache.hpp"
-#include "hedge/attention/decode_avx2.hpp"
 
 namespace hedge {
 
