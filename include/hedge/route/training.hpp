@@ -130,7 +130,7 @@ sparse_features sparse_features_of(std::string_view prompt) {
 struct logistic_options {
   int epochs = 3;
   double learning_rate = 0.1;  ///< AdaGrad base step
-  double l2 = 3e-2;            ///< ridge penalty per step on touched weights
+  double l2 = 3e-3;            ///< ridge penalty per step on touched weights
   std::uint64_t seed = 1;      ///< example order
 };
 
