@@ -62,6 +62,10 @@ namespace attention_neon {
 
 namespace primitives = kernels::matmul::neon;  // load4, q4_0_values, smull_dot, sdot_dot
 
+// The short loops over heads and register lanes carry `#pragma GCC unroll`: GCC 12
+// at -O2 keeps some of them rolled, which leaves the accumulator arrays on the stack
+// (a load and a store around every FMA).
+
 /// The 16 int8 values of `x` as 4 float registers.
 inline float32x4x4_t to_float16(int8x16_t x) noexcept {
   const int16x8_t lo = vmovl_s8(vget_low_s8(x)), hi = vmovl_high_s8(x);
@@ -179,9 +183,11 @@ inline float32x4x2_t dot2(const group_queries& q, const typename Elem::unit* k0,
                           std::size_t width) noexcept {
   using R = reader<Elem>;
   float32x4_t acc[8];
+#pragma GCC unroll 8
   for (int n = 0; n < 8; ++n) acc[n] = vdupq_n_f32(0.f);
   for (std::size_t c = 0; c < width; c += 4) {
     const float32x4_t x0 = R::load4(k0, c), x1 = R::load4(k1, c);
+#pragma GCC unroll 4
     for (int n = 0; n < N; ++n) {
       const float32x4_t qn = vld1q_f32(q.f[n] + c);
       acc[n] = vfmaq_f32(acc[n], qn, x0);
@@ -203,10 +209,12 @@ inline float32x4x2_t dot2_blocks(const group_queries& q, const typename Elem::un
   using R = reader<Elem>;
   const Dot dot;
   float32x4_t acc[8];
+#pragma GCC unroll 8
   for (int n = 0; n < 8; ++n) acc[n] = vdupq_n_f32(0.f);
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8x16x2_t x0 = R::load32(k0, b), x1 = R::load32(k1, b);
     const float d0 = R::scale(k0, b), d1 = R::scale(k1, b);
+#pragma GCC unroll 4
     for (int n = 0; n < N; ++n) {
       const int8x16_t lo = vld1q_s8(q.q[n] + 32 * b), hi = vld1q_s8(q.q[n] + 32 * b + 16);
       const int32x4_t p0 = dot(dot(vdupq_n_s32(0), x0.val[0], lo), x0.val[1], hi);
@@ -224,6 +232,7 @@ template <int N, int Lanes>
 inline void fma_heads(float32x4_t (&a)[N][Lanes], const float32x4_t (&x)[Lanes], float32x4_t w) noexcept {
   [&]<int... n>(std::integer_sequence<int, n...>) {
     const auto head = [&]<int h>(std::integral_constant<int, h>) {
+#pragma GCC unroll 8
       for (int l = 0; l < Lanes; ++l) a[h][l] = vfmaq_laneq_f32(a[h][l], x[l], w, h);
     };
     (head(std::integral_constant<int, n>{}), ...);
@@ -240,7 +249,9 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
                               std::size_t count, const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
   float32x4_t a[N][Lanes];
+#pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
+#pragma GCC unroll 8
     for (int l = 0; l < Lanes; ++l) a[n][l] = vld1q_f32(acc[n] + c + 4 * l);
   for (std::size_t i = 0; i < count; ++i) {
     const typename Elem::unit* v = values[i];
@@ -248,8 +259,10 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
     if constexpr (Lanes == 1) {
       x[0] = R::load4(v, c);
     } else {
+#pragma GCC unroll 2
       for (int l = 0; l < Lanes; l += 4) {
         const float32x4x4_t chunk = R::load16(v, c + 4 * l);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) x[l + k] = chunk.val[k];
       }
     }
@@ -257,7 +270,9 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
     if constexpr (R::scale_block != 0) w = vmulq_n_f32(w, R::scale(v, c / R::scale_block));
     fma_heads<N, Lanes>(a, x, w);
   }
+#pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
+#pragma GCC unroll 8
     for (int l = 0; l < Lanes; ++l) vst1q_f32(acc[n] + c + 4 * l, a[n][l]);
 }
 
