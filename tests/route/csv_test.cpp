@@ -54,4 +54,19 @@ TEST(LabelledCsv, ParsesRouteLlmLayout) {
   EXPECT_FALSE(parse_labelled_csv("").ok());
 }
 
+TEST(PromptLog, TakesTheFirstColumnOfEveryRecord) {
+  auto prompts = parse_prompt_log("prompt,ts\n\"multi\nline, \"\"quoted\"\"\",2026-01-01\n\nplain\nlast,1,2,3");
+  ASSERT_TRUE(prompts.ok()) << prompts.error().c_str();
+  EXPECT_EQ(*prompts, (std::vector<std::string>{"multi\nline, \"quoted\"", "plain", "last"}));
+  // A labelled file is a valid log too: the outcome columns are ignored.
+  auto labelled = parse_prompt_log("prompt,weak,strong\nQ1,True,False\n");
+  ASSERT_TRUE(labelled.ok());
+  EXPECT_EQ(*labelled, std::vector<std::string>{"Q1"});
+  EXPECT_EQ(parse_prompt_log("").error().code(), hedge::errc::parse_error);
+  EXPECT_EQ(parse_prompt_log("prompt\n\"never closed").error().code(), hedge::errc::parse_error);
+  auto header_only = parse_prompt_log("prompt\n");
+  ASSERT_TRUE(header_only.ok());
+  EXPECT_TRUE(header_only->empty());
+}
+
 }  // namespace

@@ -52,14 +52,16 @@ inline bool parse_outcome(std::string_view s, float& out) {
 }
 }  // namespace detail
 
-/// Parses labelled CSV text: a header row, then rows of exactly three fields
-/// (prompt, weak outcome, strong outcome); outcomes are True/False, 1/0 or a score in [0, 1].
-inline result<std::vector<labelled_prompt>> parse_labelled_csv(std::string_view text, std::string_view source = "csv") {
+namespace detail {
+/// Calls on_record(fields, count, line) for every record after the header row, blank lines
+/// skipped: the first Columns fields unescaped into `fields`, `count` the number the record
+/// had. on_record returns result<void>; its first error stops the reading.
+template <std::size_t Columns, class OnRecord>
+result<void> for_each_csv_record(std::string_view text, std::string_view source, OnRecord&& on_record) {
   csv_cursor cursor{text};
-  std::vector<labelled_prompt> rows;
   bool header = true;
   while (!cursor.done()) {
-    std::array<std::string, 3> fields;
+    std::array<std::string, Columns> fields;
     std::size_t count = 0;
     const std::size_t line = cursor.line();
     while (true) {
@@ -70,26 +72,60 @@ inline result<std::vector<labelled_prompt>> parse_labelled_csv(std::string_view 
       if (f->ends_record) break;
     }
     if (count == 1 && fields[0].empty()) continue;  // blank line
-    if (count != 3)
-      return error{errc::parse_error} << source << " line " << line << ": expected 3 columns, got " << count;
     if (header) {
       header = false;
       continue;
     }
-    labelled_prompt row;
-    if (!detail::parse_outcome(fields[1], row.weak) || !detail::parse_outcome(fields[2], row.strong))
-      return error{errc::parse_error} << source << " line " << line << ": outcome is not True/False or a number in [0, 1]";
-    row.prompt = std::move(fields[0]);
-    rows.push_back(std::move(row));
+    HEDGE_TRY(on_record(fields, count, line));
   }
   if (header) return error{errc::parse_error} << source << ": empty file (no header row)";
+  return ok();
+}
+}  // namespace detail
+
+/// Parses labelled CSV text: a header row, then rows of exactly three fields
+/// (prompt, weak outcome, strong outcome); outcomes are True/False, 1/0 or a score in [0, 1].
+inline result<std::vector<labelled_prompt>> parse_labelled_csv(std::string_view text, std::string_view source = "csv") {
+  std::vector<labelled_prompt> rows;
+  auto read = detail::for_each_csv_record<3>(
+      text, source, [&](std::array<std::string, 3>& fields, std::size_t count, std::size_t line) -> result<void> {
+        if (count != 3)
+          return error{errc::parse_error} << source << " line " << line << ": expected 3 columns, got " << count;
+        labelled_prompt row;
+        if (!detail::parse_outcome(fields[1], row.weak) || !detail::parse_outcome(fields[2], row.strong))
+          return error{errc::parse_error} << source << " line " << line
+                                          << ": outcome is not True/False or a number in [0, 1]";
+        row.prompt = std::move(fields[0]);
+        rows.push_back(std::move(row));
+        return ok();
+      });
+  if (!read) return read.error();
   return rows;
+}
+
+/// Parses a traffic log for calibration: a header row, then records whose first field is
+/// the prompt (any further fields, e.g. timestamps or outcomes, are ignored).
+inline result<std::vector<std::string>> parse_prompt_log(std::string_view text, std::string_view source = "csv") {
+  std::vector<std::string> prompts;
+  auto read = detail::for_each_csv_record<1>(
+      text, source, [&](std::array<std::string, 1>& fields, std::size_t, std::size_t) -> result<void> {
+        prompts.push_back(std::move(fields[0]));
+        return ok();
+      });
+  if (!read) return read.error();
+  return prompts;
 }
 
 inline result<std::vector<labelled_prompt>> load_labelled_csv(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
   return parse_labelled_csv(*text, path);
+}
+
+inline result<std::vector<std::string>> load_prompt_log(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_prompt_log(*text, path);
 }
 
 /// A prompt's features as a sparse vector over [dense | words buckets | chars buckets].

@@ -1,0 +1,36 @@
+# hedge-route-calibrate end to end: train on some MMLU domains, re-calibrate on the prompts
+# of others (their outcome columns ignored), and check the quantile rule lands on the
+# target there; bad input is an error with a message, not a crash.
+# cmake -DTRAIN= -DCALIBRATE= -DDATA=<shared>/routing/mmlu -DBINARY= -P route_calibrate.cmake
+if(NOT EXISTS ${DATA}/mmlu_anatomy.csv)
+  message(STATUS "SKIP: ${DATA} is absent")
+  return()
+endif()
+file(MAKE_DIRECTORY ${BINARY})
+set(weights ${BINARY}/weights.txt)
+execute_process(COMMAND ${TRAIN} --out ${weights} --epochs 1 ${DATA}/mmlu_anatomy.csv ${DATA}/mmlu_astronomy.csv
+                        ${DATA}/mmlu_virology.csv
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hedge-route-train failed (${rc})")
+endif()
+execute_process(COMMAND ${CALIBRATE} --weights ${weights} --target-fraction 0.25 ${DATA}/mmlu_marketing.csv
+                        ${DATA}/mmlu_nutrition.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "cloud_fraction=(0\\.2[4-6][0-9]*) prompts=([0-9]+)")
+  message(FATAL_ERROR "hedge-route-calibrate missed the 0.25 target (${rc}):\n${out}")
+endif()
+if(NOT CMAKE_MATCH_2 EQUAL 540)
+  message(FATAL_ERROR "expected the 540 prompts of two files, got ${CMAKE_MATCH_2}")
+endif()
+execute_process(COMMAND ${CALIBRATE} --weights ${weights} --target-quality 0.99 ${DATA}/mmlu_marketing.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "above all-cloud quality")
+  message(FATAL_ERROR "an unreachable quality target must fail with a message (${rc}): ${err}")
+endif()
+file(WRITE ${BINARY}/broken.csv "prompt\n\"never closed")
+execute_process(COMMAND ${CALIBRATE} --weights ${weights} --target-fraction 0.5 ${BINARY}/broken.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "broken.csv")
+  message(FATAL_ERROR "a malformed log must fail naming the file (${rc}): ${err}")
+endif()
