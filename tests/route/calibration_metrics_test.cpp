@@ -94,6 +94,7 @@ TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
     compute_features<4096>(domains.back());
   }
   evaluation_options opt;
+  opt.calibrate_on_held_out_prompts = false;
   opt.calibration_folds = 0;
   auto report = evaluate_leave_domain_out<4096>(domains, opt);
   ASSERT_TRUE(report.ok()) << report.error().c_str();

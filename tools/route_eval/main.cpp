@@ -4,8 +4,9 @@
 //   hedge-route-eval --leave-domain-out DIR [options]
 // Options: --target-fraction F (calibration target, default 0.5), --epochs N,
 //   --learning-rate X, --l2 X, --calibration-folds K (0: in-sample), --label weak_wrong|strong_better, --limit N (first N domains),
-//   --calibrate-on training|held-out-prompts (threshold from out-of-fold training scores, the default,
-//   or from the even rows of each held-out block, prompts only; the fraction is then measured on the odd rows),
+//   --calibrate-on held-out-prompts|training (threshold from the even rows of each held-out block, prompts
+//   only, the fraction then measured on its odd rows: the default, as hedge-route-calibrate does on a
+//   deployment's own traffic; or transferred from out-of-fold scores of the training domains),
 //   --csv PATH (default route_eval.csv), --svg PATH (default route_eval.svg).
 // Prints a per-block table and, as the last line,
 //   APGR=<x> CPT50=<y> CPT80=<z> random_APGR=<r> n=<rows>
@@ -27,7 +28,7 @@ constexpr std::size_t buckets = complexity_model<>::buckets;
 int usage(const char* message) {
   std::fprintf(stderr, "hedge-route-eval: %s\nusage: hedge-route-eval --train FILES... --test FILES... | "
                "--leave-domain-out DIR [--target-fraction F] [--epochs N] [--learning-rate X] [--l2 X] "
-               "[--label weak_wrong|strong_better] [--calibration-folds K] [--calibrate-on training|held-out-prompts] [--limit N] [--csv PATH] [--svg PATH]\n", message);
+               "[--label weak_wrong|strong_better] [--calibration-folds K] [--calibrate-on held-out-prompts|training] [--limit N] [--csv PATH] [--svg PATH]\n", message);
   return 2;
 }
 

@@ -1,6 +1,7 @@
 // hedge-route-train: fits the complexity scorer on labelled CSV files and writes a weights
 // file (format: hedge/route/complexity_model.hpp), plus the threshold for a target cloud
-// fraction calibrated on the training prompts (quantile rule).
+// fraction calibrated on the training prompts (quantile rule; hedge-route-calibrate redoes
+// it on a deployment's own traffic).
 //
 //   hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X]
 //                     [--l2 X] [--label weak_wrong|strong_better] FILES...
@@ -56,6 +57,11 @@ int main(int argc, char** argv) {
                 rows, files.size(), opt.target_cloud_fraction, *threshold);
   if (auto w = write_complexity_weights(*model, out, comment); !w)
     return std::fprintf(stderr, "hedge-route-train: %s\n", w.error().c_str()), 1;
-  std::printf("%s\nwrote %s\nthreshold_logit=%.6f\n", comment, out.c_str(), *threshold);
+  std::printf("%s\nwrote %s\n", comment, out.c_str());
+  // A threshold carried over from the training domains can miss the target by several
+  // points on other traffic (docs/routing.md, "Calibration"): say how to redo it.
+  std::printf("re-calibrate on your own prompts: hedge-route-calibrate --weights %s --target-fraction %.3f LOG.csv\n",
+              out.c_str(), opt.target_cloud_fraction);
+  std::printf("threshold_logit=%.6f\n", *threshold);
   return 0;
 }
