@@ -253,7 +253,8 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 
 /// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
 /// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
-/// `size`.
+/// `size`. For words that cross a block boundary (the others are hashed from the block's
+/// folded bytes).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
                                                std::size_t size) noexcept {
   std::uint64_t h = 0;
@@ -361,15 +362,21 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       }
       const unsigned run = static_cast<unsigned>(__builtin_ctz(ends)) + 1 - start;
       ends &= ends - 1;
-      std::uint64_t h;
-      if (run <= 8) {  // most words: one load, one mask, one multiply
-        std::uint64_t chunk;
-        std::memcpy(&chunk, folded_bytes.data() + start, sizeof chunk);  // little-endian, as the scalar pass builds it
-        h = fold_word_chunk(0, low_bytes(chunk, run));
-      } else {
-        h = hash_word_at(bytes, i + start, run, size);
+      // From the folded block, 8 bytes per load and multiply; a chunk starts at byte 31 at
+      // the latest, so the 8 padding bytes cover it. Most words take one chunk.
+      const unsigned char* chunk_at = folded_bytes.data() + start;
+      std::uint64_t h = 0, chunk;
+      unsigned left = run;
+      if (left > 8) [[unlikely]] {
+        do {
+          std::memcpy(&chunk, chunk_at, sizeof chunk);  // little-endian, as the scalar pass builds it
+          h = fold_word_chunk(h, chunk);
+          chunk_at += 8;
+          left -= 8;
+        } while (left > 8);
       }
-      report_word<BucketBits>(st, h, visit);
+      std::memcpy(&chunk, chunk_at, sizeof chunk);
+      report_word<BucketBits>(st, fold_word_chunk(h, low_bytes(chunk, left)), visit);
     }
 
     // 4-grams: 8 per multiply, in text order.
