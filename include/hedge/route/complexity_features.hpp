@@ -353,15 +353,12 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
         carried_non_digit = false;
       }
     }
-    for (std::uint32_t starts = starts_here; starts != 0; starts &= starts - 1) {
+    // Starts and ends now pair up in order, but for one last start whose run reaches the
+    // block's end (carried on after the loop).
+    std::uint32_t starts = starts_here;
+    for (; ends != 0; ends &= ends - 1, starts &= starts - 1) {
       const auto start = static_cast<unsigned>(__builtin_ctz(starts));
-      if (ends == 0) {  // runs to the end of the block
-        carried = 32 - start;
-        carried_non_digit = (non_digit_bits >> start) != 0;
-        break;
-      }
       const unsigned run = static_cast<unsigned>(__builtin_ctz(ends)) + 1 - start;
-      ends &= ends - 1;
       // From the folded block, 8 bytes per load and multiply; a chunk starts at byte 31 at
       // the latest, so the 8 padding bytes cover it. Most words take one chunk.
       const unsigned char* chunk_at = folded_bytes.data() + start;
@@ -377,6 +374,11 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       }
       std::memcpy(&chunk, chunk_at, sizeof chunk);
       report_word<BucketBits>(st, fold_word_chunk(h, low_bytes(chunk, left)), visit);
+    }
+    if (starts != 0) {
+      const auto start = static_cast<unsigned>(__builtin_ctz(starts));
+      carried = 32 - start;
+      carried_non_digit = (non_digit_bits >> start) != 0;
     }
 
     // 4-grams: 8 per multiply, in text order.
