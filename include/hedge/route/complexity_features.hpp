@@ -355,15 +355,13 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     }
     // Starts and ends now pair up in order, but for one last start whose run reaches the
     // block's end (carried on after the loop).
-    std::uint32_t starts = starts_here;
-    for (; ends != 0; ends &= ends - 1, starts &= starts - 1) {
-      const auto start = static_cast<unsigned>(__builtin_ctz(starts));
-      const unsigned run = static_cast<unsigned>(__builtin_ctz(ends)) + 1 - start;
-      // From the folded block, 8 bytes per load and multiply; a chunk starts at byte 31 at
-      // the latest, so the 8 padding bytes cover it. Most words take one chunk.
+    // The hash of the word at bytes [start, end] of the block, from the folded block, 8
+    // bytes per load and multiply; a chunk starts at byte 31 at the latest, so the 8
+    // padding bytes cover it. Most words take one chunk.
+    const auto block_word = [&folded_bytes](unsigned start, unsigned end) noexcept {
       const unsigned char* chunk_at = folded_bytes.data() + start;
       std::uint64_t h = 0, chunk;
-      unsigned left = run;
+      unsigned left = end + 1 - start;
       if (left > 8) [[unlikely]] {
         do {
           std::memcpy(&chunk, chunk_at, sizeof chunk);  // little-endian, as the scalar pass builds it
@@ -373,10 +371,25 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
         } while (left > 8);
       }
       std::memcpy(&chunk, chunk_at, sizeof chunk);
-      report_word<BucketBits>(st, fold_word_chunk(h, low_bytes(chunk, left)), visit);
+      return fold_word_chunk(h, low_bytes(chunk, left));
+    };
+    const auto ctz = [](std::uint32_t m) { return static_cast<unsigned>(__builtin_ctz(m)); };
+    std::uint32_t starts = starts_here;
+    if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
+      report_word<BucketBits>(st, block_word(ctz(starts), ctz(ends)), visit);
+      ends &= ends - 1;
+      starts &= starts - 1;
+    }
+    // Every word from here on has a predecessor: counted per block, bigrams unconditional.
+    st.words += popcount(ends);
+    for (; ends != 0; ends &= ends - 1, starts &= starts - 1) {
+      const std::uint64_t h = block_word(ctz(starts), ctz(ends));
+      visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
+      visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
+      st.prev_word = h;
     }
     if (starts != 0) {
-      const auto start = static_cast<unsigned>(__builtin_ctz(starts));
+      const unsigned start = ctz(starts);
       carried = 32 - start;
       carried_non_digit = (non_digit_bits >> start) != 0;
     }
