@@ -401,7 +401,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       const __m256i grams = _mm256_shuffle_epi8(window, gram_pattern);
       const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, fibonacci), static_cast<int>(32 - BucketBits));
       _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
-      if (st.gram_len + 8 * g >= 3) {
+      if (g != 0 || st.gram_len >= 3) {  // one test per block: batches 1-3 are always whole
         if constexpr (requires { visit(hashed_group::chars, buckets.data(), std::size_t{8}); }) {
           visit(hashed_group::chars, buckets.data(), std::size_t{8});
         } else {
