@@ -7,6 +7,7 @@
 #include "hedge/attention/decode_avx2.hpp"
 #include "hedge/attention/decode_neon.hpp"
 #include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/decode_tile.hpp"
 #include "hedge/attention/online_softmax.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/attention/prefill.hpp"

@@ -47,6 +47,7 @@
 #include <span>
 
 #include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/decode_tile.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
@@ -275,32 +276,6 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_
     for (int l = 0; l < Lanes; ++l) _mm256_store_ps(acc[n] + c + 8 * l, a[n][l]);
 }
 
-/// Where the K and V vectors of up to `tile` consecutive positions are: a tile
-/// may span several page runs, so the per-tile work does not shrink with the page size.
-/// \tparam Elem the KV element format
-template <class Elem>
-struct tile_refs {
-  static constexpr std::size_t tile = 64;
-  const typename Elem::unit* keys[tile];
-  const typename Elem::unit* values[tile];
-  std::size_t count = 0;
-
-  /// Fills the tile with positions [pos, min(pos + tile, end)) of (layer, head).
-  void gather(const kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t head, std::uint64_t pos,
-              std::uint64_t end) noexcept {
-    count = 0;
-    const std::size_t units = kv.vector_units();
-    while (count < tile && pos < end) {
-      const auto run = kv.contiguous(layer, head, pos, std::min<std::uint64_t>(end, pos + (tile - count)));
-      for (std::size_t i = 0; i < run.tokens; ++i, ++count) {
-        keys[count] = run.keys + i * units;
-        values[count] = run.values + i * units;
-      }
-      pos += run.tokens;
-    }
-  }
-};
-
 /// Copies the N queries starting at `first` into `q` in the form the key format's dot product reads.
 template <int N, class Elem>
 HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::size_t width,
@@ -329,7 +304,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
                                      const attention_params& p, const decode_task& task,
                                      std::size_t first) noexcept {
   using R = reader<Elem>;
-  constexpr std::size_t tile = tile_refs<Elem>::tile;
+  constexpr std::size_t tile = decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
   constexpr std::size_t max_blocks = blocks ? attention_max_head_dim / R::scale_block : 1;
   constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
@@ -351,11 +326,11 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   alignas(32) float scaled[max_blocks][blocks ? tile * 4 : 1];
 
   const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
-  tile_refs<Elem> refs[2];
+  decode_tile<Elem> refs[2];
   refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
   for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
-    const tile_refs<Elem>& current = refs[which];
-    tile_refs<Elem>& next = refs[which ^ 1];
+    const decode_tile<Elem>& current = refs[which];
+    decode_tile<Elem>& next = refs[which ^ 1];
     next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
     const std::size_t count = current.count, pairs = (count + 1) / 2;
     for (std::size_t i = 0; i < count; i += 2) {

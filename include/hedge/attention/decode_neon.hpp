@@ -49,6 +49,7 @@
 #include <utility>
 
 #include "hedge/attention/decode_scalar.hpp"
+#include "hedge/attention/decode_tile.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/core/half.hpp"
@@ -276,32 +277,6 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
     for (int l = 0; l < Lanes; ++l) vst1q_f32(acc[n] + c + 4 * l, a[n][l]);
 }
 
-/// Where the K and V vectors of up to `tile` consecutive positions are: a tile
-/// may span several page runs, so the per-tile work does not shrink with the page size.
-/// \tparam Elem the KV element format
-template <class Elem>
-struct tile_refs {
-  static constexpr std::size_t tile = 64;
-  const typename Elem::unit* keys[tile];
-  const typename Elem::unit* values[tile];
-  std::size_t count = 0;
-
-  /// Fills the tile with positions [pos, min(pos + tile, end)) of (layer, head).
-  void gather(const kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t head, std::uint64_t pos,
-              std::uint64_t end) noexcept {
-    count = 0;
-    const std::size_t units = kv.vector_units();
-    while (count < tile && pos < end) {
-      const auto run = kv.contiguous(layer, head, pos, std::min<std::uint64_t>(end, pos + (tile - count)));
-      for (std::size_t i = 0; i < run.tokens; ++i, ++count) {
-        keys[count] = run.keys + i * units;
-        values[count] = run.values + i * units;
-      }
-      pos += run.tokens;
-    }
-  }
-};
-
 /// Copies the N queries starting at `queries` into `q` in the form the key format's dot product reads.
 template <int N, class Elem>
 void load_queries(const float* queries, std::size_t dim, std::size_t width, group_queries& q) noexcept {
@@ -327,7 +302,7 @@ template <int N, class Elem, class Dot>
 void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                    const decode_task& task, std::size_t first) noexcept {
   using R = reader<Elem>;
-  constexpr std::size_t tile = tile_refs<Elem>::tile;
+  constexpr std::size_t tile = decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
   constexpr int lanes = N >= 3 ? 4 : 8;  // N x lanes <= 16 accumulators, of 32 registers
   const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
@@ -344,7 +319,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
   // Position-major, 4 head lanes per position: logits, then softmax weights.
   alignas(16) float weights[tile * 4];
 
-  tile_refs<Elem> refs;
+  decode_tile<Elem> refs;
   for (std::uint64_t pos = task.begin; pos < task.end; pos += refs.count) {
     refs.gather(kv, layer, task.kv_head, pos, task.end);
     const std::size_t count = refs.count;
