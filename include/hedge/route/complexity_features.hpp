@@ -253,8 +253,8 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 
 /// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
 /// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
-/// `size`. For words that cross a block boundary (the others are hashed from the block's
-/// folded bytes).
+/// `size`. For words that span more than two blocks (the others are hashed from the
+/// folded bytes of their blocks).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
                                                std::size_t size) noexcept {
   std::uint64_t h = 0;
@@ -295,8 +295,9 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   const __m256i window_dwords[4] = {_mm256_setr_epi32(0, 0, 1, 2, 0, 0, 1, 2), _mm256_setr_epi32(1, 2, 3, 4, 1, 2, 3, 4),
                                              _mm256_setr_epi32(3, 4, 5, 6, 3, 4, 5, 6), _mm256_setr_epi32(5, 6, 7, 7, 5, 6, 7, 7)};
   const __m256i fibonacci = _mm256_set1_epi32(static_cast<int>(0x9e3779b1u));
-  // The block's folded bytes, and 8 more so that a word chunk is always one 8-byte load.
-  alignas(32) std::array<unsigned char, 40> folded_bytes{};
+  // The previous block's folded bytes, the block's, and 8 more so that a word chunk is
+  // always one 8-byte load.
+  alignas(32) std::array<unsigned char, 72> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
   __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
   std::uint32_t carried = 0;  ///< bytes of the word in progress before the block (0: none)
@@ -323,7 +324,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // Fold: lower case; ' ' for spaces and control bytes (0..32).
     const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, _mm256_set1_epi8(0x20)));
     const __m256i folded = _mm256_blendv_epi8(lowered, _mm256_set1_epi8(' '), in_range(v, 0, ' '));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32), folded);
 
     // Words (before the 4-grams: measured 2-3 % faster than after them): each run of word bits. A run touching bit 31 may continue in the next block;
     // a word is hashed once its end is known. Starts and ends are taken from two masks
@@ -339,6 +340,22 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // a word continuing into the next block is counted when its end is known).
     const std::uint64_t past_digits = (std::uint64_t{digit_bits} + (starts_here & digit_bits)) & ~std::uint64_t{digit_bits};
     st.numbers += popcount(static_cast<std::uint32_t>(past_digits) & ~word_bits);
+    // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
+    // load and multiply; a chunk starts at byte 63 at the latest, so the 8 padding bytes
+    // cover it. Most words take one chunk.
+    const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
+      std::uint64_t h = 0, chunk;
+      if (length > 8) [[unlikely]] {
+        do {
+          std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
+          h = fold_word_chunk(h, chunk);
+          at += 8;
+          length -= 8;
+        } while (length > 8);
+      }
+      std::memcpy(&chunk, at, sizeof chunk);
+      return fold_word_chunk(h, low_bytes(chunk, length));
+    };
     if (carried != 0) {  // the word in progress continues with the block's leading run
       const auto run = static_cast<unsigned>(__builtin_ctzll(~std::uint64_t{word_bits}));
       carried_non_digit = carried_non_digit || (non_digit_bits & static_cast<std::uint32_t>((std::uint64_t{1} << run) - 1)) != 0;
@@ -347,7 +364,11 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       } else {
         if (run != 0) ends &= ends - 1;
         const std::uint32_t length = carried + run;
-        report_word<BucketBits>(st, hash_word_at(bytes, i + run - length, length, size), visit);
+        // From the two folded blocks if it started in the previous one, else from the text.
+        report_word<BucketBits>(st,
+                                carried <= 32 ? folded_word(folded_bytes.data() + 32 - carried, length)
+                                              : hash_word_at(bytes, i + run - length, length, size),
+                                visit);
         st.numbers += carried_non_digit ? 0 : 1;
         carried = 0;
         carried_non_digit = false;
@@ -355,35 +376,18 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     }
     // Starts and ends now pair up in order, but for one last start whose run reaches the
     // block's end (carried on after the loop).
-    // The hash of the word at bytes [start, end] of the block, from the folded block, 8
-    // bytes per load and multiply; a chunk starts at byte 31 at the latest, so the 8
-    // padding bytes cover it. Most words take one chunk.
-    const auto block_word = [&folded_bytes](unsigned start, unsigned end) noexcept {
-      const unsigned char* chunk_at = folded_bytes.data() + start;
-      std::uint64_t h = 0, chunk;
-      unsigned left = end + 1 - start;
-      if (left > 8) [[unlikely]] {
-        do {
-          std::memcpy(&chunk, chunk_at, sizeof chunk);  // little-endian, as the scalar pass builds it
-          h = fold_word_chunk(h, chunk);
-          chunk_at += 8;
-          left -= 8;
-        } while (left > 8);
-      }
-      std::memcpy(&chunk, chunk_at, sizeof chunk);
-      return fold_word_chunk(h, low_bytes(chunk, left));
-    };
     const auto ctz = [](std::uint32_t m) { return static_cast<unsigned>(__builtin_ctz(m)); };
     std::uint32_t starts = starts_here;
     if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-      report_word<BucketBits>(st, block_word(ctz(starts), ctz(ends)), visit);
+      report_word<BucketBits>(st, folded_word(folded_bytes.data() + 32 + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
       ends &= ends - 1;
       starts &= starts - 1;
     }
     // Every word from here on has a predecessor: counted per block, bigrams unconditional.
     st.words += popcount(ends);
     for (; ends != 0; ends &= ends - 1, starts &= starts - 1) {
-      const std::uint64_t h = block_word(ctz(starts), ctz(ends));
+      const unsigned start = ctz(starts);
+      const std::uint64_t h = folded_word(folded_bytes.data() + 32 + start, ctz(ends) + 1 - start);
       visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
       visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
       st.prev_word = h;
@@ -412,6 +416,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       }
     }
     previous_dword = _mm256_permutevar8x32_epi32(folded, _mm256_set1_epi32(7));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
     st.gram_len += 32;
   }
   // Hand a word in progress to the scalar pass as its state after the word's bytes so far.
