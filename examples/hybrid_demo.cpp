@@ -4,8 +4,10 @@
 //  1. Edge tier, measured: a Llama-shaped decoder stack (Q4_0 weights, f16 KV
 //     cache, GQA) runs real decode steps on hedge's kernels: RMSNorm, GEMV,
 //     RoPE, decode attention, SwiGLU. The weights are synthetic (random valid
-//     Q4_0 blocks: this demo measures speed, not text), the work per token is
-//     that of a real checkpoint of this shape.
+//     Q4_0 blocks in the GGUF layout: this demo measures speed, not text), the
+//     work per token is that of a real checkpoint of this shape. As a loader
+//     would, it repacks each matrix once into the 8-row interleaved layout
+//     (kernels/repack.hpp) and drops the GGUF copy.
 //  2. The router decides for a set of requests with the measured edge speed in
 //     its context (privacy, health, context fit, latency SLO, cost), and
 //     explains each decision.
@@ -49,14 +51,18 @@ weight_matrix random_q4_0(std::size_t rows, std::size_t cols, std::uint64_t seed
   return w;
 }
 
+/// A weight matrix in the layout the decode loop reads: repacked once at load.
+struct packed_matrix {
+  std::vector<hedge::kernels::interleaved<q4_0>::block> groups;
+  std::size_t rows = 0, k = 0;
+  [[nodiscard]] hedge::kernels::interleaved_view<q4_0> view() const { return {groups.data(), rows, k}; }
+};
+
 struct layer_weights {
-  weight_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  packed_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
   std::vector<float> attn_norm = std::vector<float>(dim, 1.0f), ffn_norm = std::vector<float>(dim, 1.0f);
 };
 
-hedge::matrix_view<const q4_0::block> view(const weight_matrix& w, std::size_t rows) {
-  return {w.data(), rows, w.size() / rows};
-}
 
 /// Exits with the error's message: the demo has no way to continue without the step.
 void check(const hedge::result<void>& r, const char* what) {
@@ -66,18 +72,29 @@ void check(const hedge::result<void>& r, const char* what) {
   }
 }
 
+/// Synthetic GGUF-layout weights, repacked (the GGUF copy is freed on return).
+packed_matrix random_packed_q4_0(std::size_t rows, std::size_t cols, std::uint64_t seed) {
+  const weight_matrix gguf = random_q4_0(rows, cols, seed);
+  packed_matrix packed{std::vector<hedge::kernels::interleaved<q4_0>::block>(
+                           hedge::kernels::interleaved_blocks<q4_0>(rows, cols)),
+                       rows, cols};
+  auto view = hedge::kernels::repack<q4_0>({gguf.data(), rows, cols / q4_0::block_elements}, packed.groups);
+  check(view ? hedge::ok() : hedge::result<void>{view.error()}, "repack");
+  return packed;
+}
+
 class edge_stack {
  public:
   edge_stack(std::size_t layers, std::size_t context, hedge::exec::thread_pool& pool) : pool_(pool) {
     for (std::size_t l = 0; l < layers; ++l) {
       layer_weights w;
-      w.wq = random_q4_0(dim, dim, 10 * l + 1);
-      w.wk = random_q4_0(kv_heads * head_dim, dim, 10 * l + 2);
-      w.wv = random_q4_0(kv_heads * head_dim, dim, 10 * l + 3);
-      w.wo = random_q4_0(dim, dim, 10 * l + 4);
-      w.w_gate = random_q4_0(ffn, dim, 10 * l + 5);
-      w.w_up = random_q4_0(ffn, dim, 10 * l + 6);
-      w.w_down = random_q4_0(dim, ffn, 10 * l + 7);
+      w.wq = random_packed_q4_0(dim, dim, 10 * l + 1);
+      w.wk = random_packed_q4_0(kv_heads * head_dim, dim, 10 * l + 2);
+      w.wv = random_packed_q4_0(kv_heads * head_dim, dim, 10 * l + 3);
+      w.wo = random_packed_q4_0(dim, dim, 10 * l + 4);
+      w.w_gate = random_packed_q4_0(ffn, dim, 10 * l + 5);
+      w.w_up = random_packed_q4_0(ffn, dim, 10 * l + 6);
+      w.w_down = random_packed_q4_0(dim, ffn, 10 * l + 7);
       layers_.push_back(std::move(w));
     }
     auto cache = cache_type::make(hedge::kv_dynamic_shape{layers, kv_heads, head_dim},
@@ -96,7 +113,7 @@ class edge_stack {
     std::size_t bytes = 0;
     for (const auto& w : layers_)
       for (const auto* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down})
-        bytes += m->size() * sizeof(q4_0::block);
+        bytes += m->groups.size() * sizeof(hedge::kernels::interleaved<q4_0>::block);
     return bytes;
   }
   std::size_t kv_bytes_per_token() const { return cache_.bytes_per_token(); }
@@ -140,8 +157,8 @@ class edge_stack {
  private:
   using cache_type = hedge::kv_cache<hedge::kv_dynamic_shape, hedge::kv_f16>;
 
-  void gemv(const weight_matrix& w, const std::vector<float>& in, std::vector<float>& out) {
-    check(hedge::kernels::gemv<q4_0>(view(w, out.size()), in, out, workspace_, pool_), "gemv");
+  void gemv(const packed_matrix& w, const std::vector<float>& in, std::vector<float>& out) {
+    check(hedge::kernels::gemv<q4_0>(w.view(), in, out, workspace_, pool_), "gemv");
   }
 
   hedge::exec::thread_pool& pool_;
