@@ -244,7 +244,7 @@ HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
 
 /// The low n bytes (1 <= n <= 8) of a chunk.
 HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noexcept {
-#if defined(__BMI2__)
+#if defined(__BMI2__) && defined(__x86_64__)  // _bzhi_u64 is 64-bit mode only
   return _bzhi_u64(chunk, 8 * n);
 #else
   return chunk & (~std::uint64_t{0} >> (64 - 8 * n));
