@@ -308,8 +308,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   constexpr bool blocks = R::scale_block != 0;
   constexpr std::size_t max_blocks = blocks ? attention_max_head_dim / R::scale_block : 1;
   constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
-  const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
-  const std::size_t padded = attention_padded_dim(dim);
+  const std::size_t dim = kv.head_dim(), units = kv.vector_units();
   const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector
   const bool transform = has_logit_transform(p);
   const __m256 scale = _mm256_set1_ps(p.scale);
@@ -406,13 +405,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   alignas(16) float max_out[4], sum_out[4];
   _mm_store_ps(max_out, max4);
   _mm_store_ps(sum_out, sum4);
-  for (int n = 0; n < N; ++n) {
-    float* state = task.states + (first + n) * stride;
-    std::copy_n(acc[n], dim, state);
-    std::fill(state + dim, state + stride, 0.f);
-    state[padded] = max_out[n];
-    state[padded + 1] = sum_out[n];
-  }
+  for (int n = 0; n < N; ++n) store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
 }
 
 }  // namespace attention_avx2

@@ -305,8 +305,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
   constexpr std::size_t tile = decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
   constexpr int lanes = N >= 3 ? 4 : 8;  // N x lanes <= 16 accumulators, of 32 registers
-  const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
-  const std::size_t padded = attention_padded_dim(dim);
+  const std::size_t dim = kv.head_dim(), units = kv.vector_units();
   const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector
   const bool transform = has_logit_transform(p);
 
@@ -370,13 +369,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
   alignas(16) float max_out[4], sum_out[4];
   vst1q_f32(max_out, max4);
   vst1q_f32(sum_out, sum4);
-  for (int n = 0; n < N; ++n) {
-    float* state = task.states + (first + n) * stride;
-    std::copy_n(acc[n], dim, state);
-    std::fill(state + dim, state + stride, 0.f);
-    state[padded] = max_out[n];
-    state[padded + 1] = sum_out[n];
-  }
+  for (int n = 0; n < N; ++n) store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
 }
 
 /// Query heads in groups of up to 4 per pass over the K/V tile; the scalar
