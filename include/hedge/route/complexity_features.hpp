@@ -343,18 +343,23 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
     // load and multiply; a chunk starts at byte 63 at the latest, so the 8 padding bytes
     // cover it. Most words take one chunk.
+    // Most words take one chunk; their path starts from the hash 0 as a constant (no xor
+    // with a hash joined from the long-word loop).
     const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
-      std::uint64_t h = 0, chunk;
+      std::uint64_t chunk;
       if (length > 8) [[unlikely]] {
+        std::uint64_t h = 0;
         do {
           std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
           h = fold_word_chunk(h, chunk);
           at += 8;
           length -= 8;
         } while (length > 8);
+        std::memcpy(&chunk, at, sizeof chunk);
+        return fold_word_chunk(h, low_bytes(chunk, length));
       }
       std::memcpy(&chunk, at, sizeof chunk);
-      return fold_word_chunk(h, low_bytes(chunk, length));
+      return fold_word_chunk(0, low_bytes(chunk, length));
     };
     if (carried != 0) {  // the word in progress continues with the block's leading run
       const auto run = static_cast<unsigned>(__builtin_ctzll(~std::uint64_t{word_bits}));
