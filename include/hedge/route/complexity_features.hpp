@@ -389,10 +389,13 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       starts &= starts - 1;
     }
     // Every word from here on has a predecessor: counted per block, bigrams unconditional.
+    // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
+    // ending here ends before bit 31) give each length with one subtraction.
     st.words += popcount(ends);
-    for (; ends != 0; ends &= ends - 1, starts &= starts - 1) {
+    const unsigned char* const block = folded_bytes.data() + 32;
+    for (std::uint32_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
       const unsigned start = ctz(starts);
-      const std::uint64_t h = folded_word(folded_bytes.data() + 32 + start, ctz(ends) + 1 - start);
+      const std::uint64_t h = folded_word(block + start, ctz(past_ends) - start);
       visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
       visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
       st.prev_word = h;
