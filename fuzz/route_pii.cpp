@@ -15,11 +15,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const hedge::route::pii_detector detector;
   const auto n = detector.find(text, found);
   if (detector.find_reference(text, expected) != n) std::abort();
+  // The scalar pre-scan and `first` must agree with the native path too.
+  std::array<hedge::route::pii_match, 64> scalar{};
+  if (detector.find(text, scalar, hedge::arch::scalar{}) != n) std::abort();
+  const auto head = detector.first(text);
+  if (head.has_value() != (n > 0) ||
+      (n > 0 && (head->entity != found[0].entity || head->offset != found[0].offset || head->length != found[0].length)))
+    std::abort();
   std::size_t end = 0;
   for (std::size_t k = 0; k < n; ++k) {
     if (found[k].length == 0 || found[k].offset < end || found[k].offset + found[k].length > size) std::abort();
     if (found[k].entity != expected[k].entity || found[k].offset != expected[k].offset ||
-        found[k].length != expected[k].length)
+        found[k].length != expected[k].length || found[k].entity != scalar[k].entity ||
+        found[k].offset != scalar[k].offset || found[k].length != scalar[k].length)
       std::abort();
     end = found[k].offset + found[k].length;
   }

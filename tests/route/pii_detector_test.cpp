@@ -166,7 +166,8 @@ std::string random_text(hedge::verify::seeded_random& rng, std::size_t size) {
   static constexpr std::string_view pieces[] = {
       "a", "e", "b", "d", "B", "D", "x", "F", "DE", "GB", " ", " ", "\n", ",", ".", "?", "'", "\"", "-", ":", "::",
       "@", "+", "(", ")", "/", "_", "0", "1", "4", "9", "12", "255", "born ", "DOB ", "birth", "March ", "1985",
-      "de-ad-be-ef-00-11", "ab:cd", "\xc3\xa9", "\t", "version ", "a@b.co", "4111 1111 1111 1111"};
+      "de-ad-be-ef-00-11", "ab:cd", "\xc3\xa9", "\t", "version ", "a@b.co", "4111 1111 1111 1111",
+      "7B ", "3rd", "1 (555) 123-4567", "bo", "bir", "do", "r", "o", "i"};
   std::string s;
   while (s.size() < size) s += pieces[rng.below(std::size(pieces))];
   return s;

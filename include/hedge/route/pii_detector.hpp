@@ -570,6 +570,19 @@ class pii_detector {
     return 0;
   }
 
+  /// Whether an entity other than a text date (looked for in birth windows only) may start
+  /// at the digit at i. Each digit format continues its first hex run with a separator
+  /// (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':', '-', '.',
+  /// '/', or a space before a digit or '(') or is a card of 13+ digits in one group. A few
+  /// compares instead of every matcher on the digits of ordinary prose.
+  static constexpr bool digit_entity_may_start(std::string_view t, std::size_t i) noexcept {
+    std::size_t r = i;
+    while (hex(at(t, r))) ++r;
+    const char a = at(t, r);
+    if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
+    return a == ' ' && (digit(at(t, r + 1)) || at(t, r + 1) == '(');
+  }
+
   static constexpr bool birth_keyword(std::string_view t, std::size_t i, std::size_t n) noexcept {
     return word_is(t, i, n, "born") || word_is(t, i, n, "birth") || word_is(t, i, n, "birthday") ||
            word_is(t, i, n, "birthdate") || word_is(t, i, n, "dob");
@@ -656,6 +669,8 @@ class pii_detector {
           i += iban_shape > w ? iban_shape : w;  // skip the word (or invalid IBAN) whole
           continue;
         }
+      } else if (SkipPlainRuns && digit(c) && i >= birth_until && !digit_entity_may_start(t, i)) {
+        // Nothing starts here ("7B", "42 words"): straight to the failed-token skip below.
       } else if (digit(c) || ((c == '+' || c == '(') && digit(at(t, i + 1)))) {
         if (on(pii_entity::mac)) attempt(pii_entity::mac, match_mac(t, i));
         if (on(pii_entity::ipv6)) attempt(pii_entity::ipv6, match_ipv6(t, i));
