@@ -19,8 +19,8 @@
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
 // "stop" byte: anything outside the plain set (digits, '@', ':', '-', '+', '(', ...), or a
-// letter run starting "bi", "bo" or "do" in any case (a birth keyword may begin there;
-// other runs starting with b or d are ordinary words). The scan jumps to the
+// letter run starting "bir", "bor" or "dob" in any case (a birth keyword may begin there;
+// "do", "both", "big" and other runs starting with b or d are ordinary words). The scan jumps to the
 // start of the letter run before that stop and runs the matchers from there. Why this
 // finds exactly what the byte-by-byte scan (`find_reference`, the specification) finds:
 // every entity needs a non-plain byte at most one letter run after its start (IBAN: a
@@ -28,7 +28,7 @@
 // dates, cards, phones, SSNs, IPs: digits; e-mail: '@'), except a text date of birth,
 // which is only looked for inside a birth window, and the skip is off inside one.
 // The byte-by-byte scan over a plain run changes no state: no match, and no birth keyword
-// (those start with "bi", "bo" or "do", a stop).
+// (those start with "bir", "bor" or "dob", a stop).
 #pragma once
 
 #include <array>
@@ -137,21 +137,23 @@ constexpr bool pii_plain(unsigned char c) noexcept {
 }
 
 /// Whether a letter run starting with lower-case-or-not `c` then `next` may be a birth
-/// keyword ("born", "birth...", "dob"): "bi", "bo", "do" in any case.
-constexpr bool pii_birth_start(unsigned char c, unsigned char next) noexcept {
-  const auto a = static_cast<unsigned char>(c | 0x20), b = static_cast<unsigned char>(next | 0x20);
-  return (a == 'b' && (b == 'i' || b == 'o')) || (a == 'd' && b == 'o');
+/// keyword ("born", "birth...", "dob"): "bir", "bor", "dob" in any case.
+constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned char next2) noexcept {
+  const auto a = static_cast<unsigned char>(c | 0x20), b = static_cast<unsigned char>(next | 0x20),
+             d = static_cast<unsigned char>(next2 | 0x20);
+  return (a == 'b' && (b == 'i' || b == 'o') && d == 'r') || (a == 'd' && b == 'o' && d == 'b');
 }
 
 /// First stop position in [i, end), or end: a byte that is not plain, or a letter that
 /// starts a run (previous byte not a letter; the byte at i counts as starting one) with
-/// "bi", "bo" or "do". Scalar reference of the pre-scan.
+/// "bir", "bor" or "dob". Scalar reference of the pre-scan.
 constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
   bool prev_letter = false;
   for (; i < end; ++i) {
     const auto c = static_cast<unsigned char>(t[i]);
     if (!pii_plain(c) ||
-        (!prev_letter && i + 1 < end && pii_birth_start(c, static_cast<unsigned char>(t[i + 1]))))
+        (!prev_letter && i + 2 < end &&
+         pii_birth_start(c, static_cast<unsigned char>(t[i + 1]), static_cast<unsigned char>(t[i + 2]))))
       return i;
     prev_letter = pii_letter(c);
   }
@@ -159,45 +161,58 @@ constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size
 }
 
 #if defined(__AVX2__)
-/// Raw classification of the 32 bytes at q (bit k: byte k): letters, plain bytes, and
-/// "b" or "d" followed by a byte that makes a birth-keyword start ("bi", "bo", "do").
+/// Raw classification of the 32 bytes at q (bit k: byte k): letters, plain bytes, and the
+/// starts of "bir", "bor", "dob" in any case (birth-keyword starts, before the run check).
 struct pii_block_masks {
-  std::uint32_t letters, plain, birth_pair;
+  std::uint32_t letters, plain, birth_triple;
 };
 
-/// `last`: the block ends the scanned range, so the last byte has no successor.
-/// One nibble-table lookup pair (vpshufb) classifies each byte and another its successor,
-/// instead of a compare per plain byte value. Class bits of a byte (low-nibble table AND
-/// high-nibble table): 0x01 A-O/a-o, 0x02 P-Z/p-z, 0x04 space " ' , . (0x2_), 0x08 '\n',
-/// 0x10 '?', 0x20 b/B, 0x40 b/B/d/D. Successor bits: i/I 0x20, o/O 0x60; so
-/// byte & successor != 0 exactly for bi, bo, do. Bytes >= 0x80 have a zero high-nibble entry.
-inline pii_block_masks pii_classify_block(const unsigned char* q, bool last) noexcept {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-  const __m256i successor = last ? _mm256_alignr_epi8(_mm256_permute2x128_si256(v, v, 0x81), v, 1)
-                                 : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 1));
+/// `avail`: bytes from q to the end of the scanned range (>= 32); a byte's successors past
+/// it read as 0. Nibble-table lookups (vpshufb) classify the bytes instead of a compare per
+/// byte value. Class bits of a byte (low-nibble table AND high-nibble table): 0x01 A-O/a-o,
+/// 0x02 P-Z/p-z, 0x04 space " ' , . (0x2_), 0x08 '\n', 0x10 '?', 0x60 b/B, 0x80 d/D; of its
+/// successor: i/I 0x20, o/O 0xc0; of the byte after: r/R 0x60, b/B 0x80. The AND of the three
+/// is non-zero exactly for bir (0x20), bor (0x40) and dob (0x80). Bytes >= 0x80 have a zero
+/// high-nibble entry.
+inline pii_block_masks pii_classify_block(const unsigned char* q, std::size_t avail) noexcept {
+  const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
+  const auto shift_down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
+  const __m256i v = load(q);
+  const __m256i successor = avail > 32 ? load(q + 1) : shift_down(v);
+  const __m256i successor2 = avail > 33 ? load(q + 2) : shift_down(successor);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   const auto lookup = [&nibble](__m256i x, __m256i lo_table, __m256i hi_table) {
     const __m256i lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(x, nibble));
     const __m256i hi = _mm256_shuffle_epi8(hi_table, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
     return _mm256_and_si256(lo, hi);
   };
-  const __m256i cls = lookup(v,
-                             _mm256_setr_epi8(0x06, 0x03, 0x67, 0x03, 0x43, 0x03, 0x03, 0x07, 0x03, 0x03, 0x0b, 0x01,
-                                              0x05, 0x01, 0x05, 0x11, 0x06, 0x03, 0x67, 0x03, 0x43, 0x03, 0x03, 0x07,
-                                              0x03, 0x03, 0x0b, 0x01, 0x05, 0x01, 0x05, 0x11),
-                             _mm256_setr_epi8(0x08, 0, 0x04, 0x10, 0x61, 0x02, 0x61, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0x08,
-                                              0, 0x04, 0x10, 0x61, 0x02, 0x61, 0x02, 0, 0, 0, 0, 0, 0, 0, 0));
-  const __m256i next = lookup(successor,
-                              _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0x60, 0, 0, 0, 0, 0, 0,
-                                               0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0x60),
-                              _mm256_setr_epi8(0, 0, 0, 0, 0x60, 0, 0x60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x60,
-                                               0, 0x60, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+  const char e1 = static_cast<char>(0xe1), d83 = static_cast<char>(0x83), c0 = static_cast<char>(0xc0),
+             e0 = static_cast<char>(0xe0), x80 = static_cast<char>(0x80);
+  const __m256i cls =
+      lookup(v,
+             _mm256_setr_epi8(0x06, 0x03, 0x67, 0x03, d83, 0x03, 0x03, 0x07, 0x03, 0x03, 0x0b, 0x01, 0x05, 0x01, 0x05, 0x11,
+                              0x06, 0x03, 0x67, 0x03, d83, 0x03, 0x03, 0x07, 0x03, 0x03, 0x0b, 0x01, 0x05, 0x01, 0x05, 0x11),
+             _mm256_setr_epi8(0x08, 0, 0x04, 0x10, e1, 0x02, e1, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0, 0x04, 0x10, e1,
+                              0x02, e1, 0x02, 0, 0, 0, 0, 0, 0, 0, 0));
+  // Successor: only 0x4_ and 0x6_ bytes matter; (x | 0x20) ^ 0x60 puts them at 0..15 and the
+  // saturating add sends every other byte to >= 0x80, which vpshufb maps to 0. One lookup.
+  const __m256i folded = _mm256_adds_epu8(
+      _mm256_xor_si256(_mm256_or_si256(successor, _mm256_set1_epi8(0x20)), _mm256_set1_epi8(0x60)),
+      _mm256_set1_epi8(0x70));
+  const __m256i next = _mm256_shuffle_epi8(
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, c0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, c0),
+      folded);
+  const __m256i next2 =
+      lookup(successor2,
+             _mm256_setr_epi8(0, 0, e0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, e0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+             _mm256_setr_epi8(0, 0, 0, 0, x80, 0x60, x80, 0x60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, x80, 0x60, x80, 0x60, 0,
+                              0, 0, 0, 0, 0, 0, 0));
   const __m256i zero = _mm256_setzero_si256();
   const auto none = [&zero](__m256i x) {
     return static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, zero)));
   };
   return {~none(_mm256_and_si256(cls, _mm256_set1_epi8(0x03))), ~none(_mm256_and_si256(cls, _mm256_set1_epi8(0x1f))),
-          ~none(_mm256_and_si256(cls, next))};
+          ~none(_mm256_and_si256(_mm256_and_si256(cls, next), next2))};
 }
 
 /// AVX2 pre-scan: classifies 32 bytes per step into bit masks (same stops as the scalar one).
@@ -205,8 +220,8 @@ inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t 
   const auto* p = reinterpret_cast<const unsigned char*>(t.data());
   std::uint32_t prev_letter = 0;  // letter bit of the byte before the block
   for (; i + 32 <= end; i += 32) {
-    const auto m = pii_classify_block(p + i, i + 32 == end);
-    const std::uint32_t stops = ~m.plain | (m.birth_pair & ~((m.letters << 1) | prev_letter));
+    const auto m = pii_classify_block(p + i, end - i);
+    const std::uint32_t stops = ~m.plain | (m.birth_triple & ~((m.letters << 1) | prev_letter));
     if (stops != 0) return i + static_cast<std::size_t>(__builtin_ctz(stops));
     prev_letter = m.letters >> 31;
   }
@@ -217,9 +232,9 @@ inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t 
   // so the byte at i starts a run as in the scalar version). Cheaper than bytes one by one.
   const std::size_t base = end - 32;
   const auto shift = static_cast<unsigned>(i - base);  // 1..31
-  const auto m = pii_classify_block(p + base, true);
+  const auto m = pii_classify_block(p + base, 32);
   const std::uint32_t prev = ((m.letters << 1) & ~(1u << shift)) | (prev_letter << shift);
-  const std::uint32_t stops = (~m.plain | (m.birth_pair & ~prev)) & ~((1u << shift) - 1);
+  const std::uint32_t stops = (~m.plain | (m.birth_triple & ~prev)) & ~((1u << shift) - 1);
   return stops != 0 ? base + static_cast<std::size_t>(__builtin_ctz(stops)) : end;
 }
 #endif
