@@ -712,6 +712,14 @@ class pii_detector {
       } else {
         ++i;
         while (i < t.size() && alnum(c) && alnum(t[i])) ++i;  // skip the rest of a failed token
+        // With the skip on, also past joiners inside it ("3.2.1", "a-b"): no byte after a
+        // joiner that follows an alphanumeric starts a token, so the scan would only step over
+        // them, one pre-scan stop each.
+        if constexpr (SkipPlainRuns) {
+          while (i < t.size() && alnum(c) && (alnum(t[i]) || ((t[i] == '.' || t[i] == '-' || t[i] == ':' || t[i] == '/') &&
+                                                               alnum(at(t, i + 1)))))
+            ++i;
+        }
       }
     }
   }
