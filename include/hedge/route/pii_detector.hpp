@@ -585,14 +585,18 @@ class pii_detector {
     return 0;
   }
 
+  static constexpr std::size_t hex_run_end(std::string_view t, std::size_t i) noexcept {
+    while (hex(at(t, i))) ++i;
+    return i;
+  }
+
   /// Whether an entity other than a text date (looked for in birth windows only) may start
   /// at the digit at i. Each digit format continues its first hex run with a separator
   /// (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':', '-', '.',
   /// '/', or a space before a digit or '(') or is a card of 13+ digits in one group. A few
   /// compares instead of every matcher on the digits of ordinary prose.
   static constexpr bool digit_entity_may_start(std::string_view t, std::size_t i) noexcept {
-    std::size_t r = i;
-    while (hex(at(t, r))) ++r;
+    const std::size_t r = hex_run_end(t, i);
     const char a = at(t, r);
     if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
     return a == ' ' && (digit(at(t, r + 1)) || at(t, r + 1) == '(');
@@ -687,13 +691,19 @@ class pii_detector {
       } else if (SkipPlainRuns && digit(c) && i >= birth_until && !digit_entity_may_start(t, i)) {
         // Nothing starts here ("7B", "42 words"): straight to the failed-token skip below.
       } else if (digit(c) || ((c == '+' || c == '(') && digit(at(t, i + 1)))) {
-        if (on(pii_entity::mac)) attempt(pii_entity::mac, match_mac(t, i));
-        if (on(pii_entity::ipv6)) attempt(pii_entity::ipv6, match_ipv6(t, i));
-        if (on(pii_entity::ssn)) attempt(pii_entity::ssn, match_ssn(t, i));
-        if (on(pii_entity::ipv4)) attempt(pii_entity::ipv4, match_ipv4(t, i));
+        // With the skip on, the byte after a digit's first hex run rules out the formats that
+        // need another separator there (MAC ':' or '-', IPv6 ':', SSN '-', IPv4 '.', numeric
+        // date '-', '/' or '.'), so "2024-05-14" and "3.2.1" try two or three matchers, not all.
+        const bool filtered = SkipPlainRuns && digit(c);
+        const char sep = filtered ? at(t, hex_run_end(t, i)) : '\0';
+        if (on(pii_entity::mac) && (!filtered || sep == ':' || sep == '-')) attempt(pii_entity::mac, match_mac(t, i));
+        if (on(pii_entity::ipv6) && (!filtered || sep == ':')) attempt(pii_entity::ipv6, match_ipv6(t, i));
+        if (on(pii_entity::ssn) && (!filtered || sep == '-')) attempt(pii_entity::ssn, match_ssn(t, i));
+        if (on(pii_entity::ipv4) && (!filtered || sep == '.')) attempt(pii_entity::ipv4, match_ipv4(t, i));
         // A date is consumed even when it is not a birth date, so its digits are not
         // mistaken for a phone number.
-        if (const auto d = match_numeric_date(t, i); kind == pii_entity::none && d != 0) {
+        if (const auto d = !filtered || sep == '-' || sep == '/' || sep == '.' ? match_numeric_date(t, i) : 0;
+            kind == pii_entity::none && d != 0) {
           if (i >= birth_until || !on(pii_entity::date_of_birth)) {
             i += d;
             continue;
