@@ -281,18 +281,14 @@ template <int N, class Elem>
 HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::size_t width,
                                     group_queries& q) noexcept {
   for (int n = 0; n < N; ++n) {
-    std::copy_n(queries + n * dim, dim, q.f[n]);
-    std::fill(q.f[n] + dim, q.f[n] + width, 0.f);
-    if constexpr (reader<Elem>::scale_block != 0) {
-      for (std::size_t b = 0; b < width / 32; ++b) {
-        quant::q8_0::block block;
-        quant::q8_0::quantize_block(std::span<const float, 32>(q.f[n] + 32 * b, 32), block);
-        std::copy_n(block.qs, 32, q.q[n] + 32 * b);
-        for (std::size_t j = 0; j < 32; ++j)
-          q.a[n][32 * b + j] = static_cast<std::uint8_t>(block.qs[j] < 0 ? -block.qs[j] : block.qs[j]);
-        std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
-      }
-    }
+    prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
+                         [&](std::size_t b, const quant::q8_0::block& block) {
+                           std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+                           for (std::size_t j = 0; j < 32; ++j)
+                             q.a[n][32 * b + j] =
+                                 static_cast<std::uint8_t>(block.qs[j] < 0 ? -block.qs[j] : block.qs[j]);
+                           std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
+                         });
   }
 }
 
@@ -356,12 +352,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
     }
     // An odd tile's last pair holds one position: its second half must weigh 0.
     if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
-    if (transform) {
-      for (std::size_t i = 0; i < count; ++i)
-        for (int n = 0; n < N; ++n)
-          weights[4 * i + n] =
-              transform_logit(p, weights[4 * i + n], task.first_query_head + first + n, pos + i, task.query_pos);
-    }
+    if (transform) transform_tile_logits<N>(p, task, first, pos, weights, count);
     __m256 m = _mm256_load_ps(weights);
     for (std::size_t j = 1; j < pairs; ++j) m = _mm256_max_ps(m, _mm256_load_ps(weights + 8 * j));
     const __m128 new_max = _mm_max_ps(max4, _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));

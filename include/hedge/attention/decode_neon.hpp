@@ -281,16 +281,11 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
 template <int N, class Elem>
 void load_queries(const float* queries, std::size_t dim, std::size_t width, group_queries& q) noexcept {
   for (int n = 0; n < N; ++n) {
-    std::copy_n(queries + n * dim, dim, q.f[n]);
-    std::fill(q.f[n] + dim, q.f[n] + width, 0.f);
-    if constexpr (reader<Elem>::scale_block != 0) {
-      for (std::size_t b = 0; b < width / 32; ++b) {
-        quant::q8_0::block block;
-        quant::q8_0::quantize_block(std::span<const float, 32>(q.f[n] + 32 * b, 32), block);
-        std::copy_n(block.qs, 32, q.q[n] + 32 * b);
-        q.d[n][b] = scale_to_float(block.d);
-      }
-    }
+    prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
+                         [&](std::size_t b, const quant::q8_0::block& block) {
+                           std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+                           q.d[n][b] = scale_to_float(block.d);
+                         });
   }
 }
 
@@ -333,12 +328,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
       vst1q_f32(weights + 4 * i, vmulq_n_f32(dots.val[0], p.scale));
       if (i + 1 < count) vst1q_f32(weights + 4 * (i + 1), vmulq_n_f32(dots.val[1], p.scale));
     }
-    if (transform) {
-      for (std::size_t i = 0; i < count; ++i)
-        for (int n = 0; n < N; ++n)
-          weights[4 * i + n] =
-              transform_logit(p, weights[4 * i + n], task.first_query_head + first + n, pos + i, task.query_pos);
-    }
+    if (transform) transform_tile_logits<N>(p, task, first, pos, weights, count);
     float32x4_t m = vld1q_f32(weights);
     for (std::size_t i = 1; i < count; ++i) m = vmaxq_f32(m, vld1q_f32(weights + 4 * i));
     const float32x4_t new_max = vmaxq_f32(max4, m);

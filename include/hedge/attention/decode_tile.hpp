@@ -4,14 +4,17 @@
 // positions in tiles of 64: the logits of a tile, one online-softmax rescale, then its
 // values. A tile is gathered across page runs (kv_sequence_view::contiguous), so the
 // per-tile work does not shrink with the page size and paged caches cost about what
-// contiguous ones do.
+// contiguous ones do. Also the query preparation and logit transform both kernels share.
 #pragma once
 
 #include <algorithm>
+#include <span>
 #include <cstddef>
 #include <cstdint>
 
+#include "hedge/attention/decode_scalar.hpp"
 #include "hedge/kv/cache.hpp"
+#include "hedge/quant/q8_0.hpp"
 
 namespace hedge {
 
@@ -39,5 +42,34 @@ struct decode_tile {
     }
   }
 };
+
+/// Copies one query head into `padded` (zero-filled from `dim` to `width`) and, when
+/// `quantize`, rounds it to Q8_0 with the K cache's own quantizer, handing each 32-value
+/// block to on_block(index, block) so a kernel stores it in the form its dot product reads.
+template <class OnBlock>
+void prepare_decode_query(const float* query, std::size_t dim, std::size_t width, float* padded, bool quantize,
+                          OnBlock&& on_block) noexcept {
+  std::copy_n(query, dim, padded);
+  std::fill(padded + dim, padded + width, 0.f);
+  if (!quantize) return;
+  for (std::size_t b = 0; b < width / 32; ++b) {
+    quant::q8_0::block block;
+    quant::q8_0::quantize_block(std::span<const float, 32>(padded + 32 * b, 32), block);
+    on_block(b, block);
+  }
+}
+
+/// Applies soft-cap, ALiBi and the window (transform_logit) to a tile's scaled logits,
+/// laid out as the SIMD kernels keep them: logit of position pos + i for query head
+/// first + n of the task at weights[4 * i + n].
+/// \tparam N query heads handled together (1..4)
+template <int N>
+void transform_tile_logits(const attention_params& p, const decode_task& task, std::size_t first, std::uint64_t pos,
+                           float* weights, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i)
+    for (int n = 0; n < N; ++n)
+      weights[4 * i + n] = transform_logit(p, weights[4 * i + n], task.first_query_head + first + static_cast<std::size_t>(n),
+                                           pos + i, task.query_pos);
+}
 
 }  // namespace hedge
