@@ -42,6 +42,19 @@ namespace hedge::kernels::matmul {
 
 namespace neon {
 
+/// sdot: acc + the dot products of 4 int8 pairs per int32 lane (ARMv8.2 dot product).
+/// Clang's arm_neon.h (14, Debian 12's) declares vdotq_s32 only when the whole translation
+/// unit targets dotprod, not inside a function with the target attribute, so a baseline
+/// armv8-a build with Clang emits the instruction by inline assembly.
+HEDGE_DOTPROD_TARGET inline int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
+  __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
+  return acc;
+#else
+  return vdotq_s32(acc, a, b);
+#endif
+}
+
 /// Dot products of two 16-byte int8 vectors, 4 products per int32 lane added to acc.
 inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
   const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
@@ -151,7 +164,7 @@ struct smull_dot {
 };
 struct sdot_dot {
   HEDGE_DOTPROD_TARGET int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept {
-    return vdotq_s32(acc, a, b);
+    return sdot(acc, a, b);
   }
 };
 

@@ -95,8 +95,8 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* grou
       for (int m = 0; m < M; ++m) {
         const int8x16_t x_lo = broadcast_quad(x[m].blocks[b].qs + 4 * j);
         const int8x16_t x_hi = broadcast_quad(x[m].blocks[b].qs + 16 + 4 * j);
-        dots[m][0] = vdotq_s32(vdotq_s32(dots[m][0], lo0, x_lo), hi0, x_hi);
-        dots[m][1] = vdotq_s32(vdotq_s32(dots[m][1], lo1, x_lo), hi1, x_hi);
+        dots[m][0] = neon::sdot(neon::sdot(dots[m][0], lo0, x_lo), hi0, x_hi);
+        dots[m][1] = neon::sdot(neon::sdot(dots[m][1], lo1, x_lo), hi1, x_hi);
       }
     }
     scale_accumulate<M>(acc, dots, g.d, x, b);
@@ -118,8 +118,8 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q8_0>::block* grou
       const quad_rows w = load_quad(g, j);
       for (int m = 0; m < M; ++m) {
         const int8x16_t xq = broadcast_quad(x[m].blocks[b].qs + 4 * j);
-        dots[m][0] = vdotq_s32(dots[m][0], w.lo, xq);
-        dots[m][1] = vdotq_s32(dots[m][1], w.hi, xq);
+        dots[m][0] = neon::sdot(dots[m][0], w.lo, xq);
+        dots[m][1] = neon::sdot(dots[m][1], w.hi, xq);
       }
     }
     scale_accumulate<M>(acc, dots, g.d, x, b);
@@ -157,10 +157,10 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_k>::block* grou
         for (int m = 0; m < M; ++m) {
           const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
           const int8x16_t x_lo = broadcast_quad(xq), x_hi = broadcast_quad(xq + 32);
-          dot_lo[m][0] = vdotq_s32(dot_lo[m][0], lo0, x_lo);
-          dot_lo[m][1] = vdotq_s32(dot_lo[m][1], lo1, x_lo);
-          dot_hi[m][0] = vdotq_s32(dot_hi[m][0], hi0, x_hi);
-          dot_hi[m][1] = vdotq_s32(dot_hi[m][1], hi1, x_hi);
+          dot_lo[m][0] = neon::sdot(dot_lo[m][0], lo0, x_lo);
+          dot_lo[m][1] = neon::sdot(dot_lo[m][1], lo1, x_lo);
+          dot_hi[m][0] = neon::sdot(dot_hi[m][0], hi0, x_hi);
+          dot_hi[m][1] = neon::sdot(dot_hi[m][1], hi1, x_hi);
         }
       }
       const uint8x16_t s = vld1q_u8(g.scales + 16 * h);
