@@ -96,6 +96,12 @@ struct complexity_model {
       void operator()(hashed_group g, const std::uint32_t* buckets, std::size_t count) noexcept {
         const auto k = static_cast<std::size_t>(g);
 #if defined(__AVX2__)
+        // `lanes` and flush() hold char-group sums: the feature pass batches only chars, and
+        // a batch of another group goes bucket by bucket.
+        if (g != hashed_group::chars) {
+          for (std::size_t t = 0; t < count; ++t) operator()(g, buckets[t]);
+          return;
+        }
         // One gather of 32-bit words ending at each weight (its high half; the low half is
         // the int16 before it, inside this object: the other table or `scale`), masked to
         // the first `count` lanes.
