@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cycles.hpp"
 #include "hedge/route/complexity_model.hpp"
 #include "hedge/route/complexity_policy.hpp"
 #include "hedge/route/context_fit_policy.hpp"
@@ -49,10 +50,20 @@ std::string prompt_of(std::size_t bytes) {
   return s;
 }
 
-void report_bytes(benchmark::State& state, std::size_t bytes) {
+/// Runs `call` as the benchmark loop and reports bytes/s, ns per byte and, where the
+/// counter works, the thread's user cycles per call (steady under host preemption, which
+/// CPU time is not on a shared VM).
+template <class Call>
+void measure(benchmark::State& state, std::size_t bytes, Call&& call) {
+  const hedge::bench::user_cycles cycles;
+  const auto before = cycles.read();
+  for (auto _ : state) call();
+  const auto after = cycles.read();
+  const auto calls = static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
-  state.counters["ns_per_byte"] = benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()),
+  state.counters["ns_per_byte"] = benchmark::Counter(static_cast<double>(bytes) * calls,
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  if (before && after) state.counters["cycles"] = static_cast<double>(*after - *before) / calls;
 }
 
 void BM_RouterDecision(benchmark::State& state) {
@@ -63,27 +74,24 @@ void BM_RouterDecision(benchmark::State& state) {
       cost_policy{},    complexity_policy<model_t>{&bench_model(), 0.5}};
   const route_request request{.prompt = prompt, .ttft_slo_ms = 1500.0};
   const route_context context;
-  for (auto _ : state) {
+  measure(state, bytes, [&] {
     auto d = r.decide(request, context);
     benchmark::DoNotOptimize(d);
-  }
-  report_bytes(state, bytes);
+  });
 }
 BENCHMARK(BM_RouterDecision)->Arg(256)->Arg(1024)->Arg(4096);
 
 void BM_PiiScan(benchmark::State& state) {
   const std::string prompt = prompt_of(static_cast<std::size_t>(state.range(0)));
   const pii_detector detector;
-  for (auto _ : state) benchmark::DoNotOptimize(detector.first(prompt));
-  report_bytes(state, prompt.size());
+  measure(state, prompt.size(), [&] { benchmark::DoNotOptimize(detector.first(prompt)); });
 }
 BENCHMARK(BM_PiiScan)->Arg(1024);
 
 void BM_ComplexityScore(benchmark::State& state) {
   const std::string prompt = prompt_of(static_cast<std::size_t>(state.range(0)));
   const auto& model = bench_model();
-  for (auto _ : state) benchmark::DoNotOptimize(model.logit(prompt));
-  report_bytes(state, prompt.size());
+  measure(state, prompt.size(), [&] { benchmark::DoNotOptimize(model.logit(prompt)); });
 }
 BENCHMARK(BM_ComplexityScore)->Arg(1024);
 

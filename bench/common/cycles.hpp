@@ -1,0 +1,57 @@
+// bench/common/cycles.hpp: the calling thread's own CPU cycles in user mode (Linux
+// perf_event_open), for benchmarks whose time this shared machine's host distorts: a
+// thread's cycle count stops while it is preempted or its vCPU is descheduled, so cycles
+// per call stay steady when CPU time per call does not. Where the counter is unavailable
+// (other OSes, perf_event_paranoid, no PMU in the guest) reads give nothing and the
+// benchmark reports no cycle figure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#if defined(__linux__)
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#endif
+
+namespace hedge::bench {
+
+class user_cycles {
+ public:
+  user_cycles() noexcept {
+#if defined(__linux__)
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.size = sizeof attr;
+    attr.config = PERF_COUNT_HW_CPU_CYCLES;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+#endif
+  }
+  ~user_cycles() {
+#if defined(__linux__)
+    if (fd_ >= 0) close(fd_);
+#endif
+  }
+  user_cycles(const user_cycles&) = delete;
+  user_cycles& operator=(const user_cycles&) = delete;
+
+  /// Cycles counted since construction, if the counter works.
+  [[nodiscard]] std::optional<std::uint64_t> read() const noexcept {
+#if defined(__linux__)
+    std::uint64_t value = 0;
+    if (fd_ >= 0 && ::read(fd_, &value, sizeof value) == static_cast<ssize_t>(sizeof value)) return value;
+#endif
+    return std::nullopt;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace hedge::bench
