@@ -1,14 +1,19 @@
 // hedge/core/config.hpp: build configuration shared by every header.
 //
-// HEDGE_HAS_XSIMD is 1 when xsimd is usable: it is on the include path and the
-// build did not define HEDGE_NO_XSIMD (firmware and scalar-only builds define it).
+// HEDGE_HAS_XSIMD is 1 when xsimd is usable: it is on the include path, it has an
+// instruction set for the target (not, e.g., for i686 without SSE2, where its API is
+// incomplete), and the build did not define HEDGE_NO_XSIMD (firmware and scalar-only
+// builds define it).
 // HEDGE_ASSERT checks preconditions (view bounds, shapes) in debug builds only,
 // so release kernels carry no branches for them; it never throws.
 #pragma once
 
 #if !defined(HEDGE_NO_XSIMD) && defined(__has_include)
 #if __has_include(<xsimd/xsimd.hpp>)
+#include <xsimd/config/xsimd_config.hpp>
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
 #define HEDGE_HAS_XSIMD 1
+#endif
 #endif
 #endif
 #ifndef HEDGE_HAS_XSIMD

@@ -64,7 +64,7 @@ HEDGE_AVX2_TARGET inline void row_scales(const Block* w, std::size_t stride, std
   std::uint64_t bits = 0;
   for (int r = 0; r < R; ++r) bits |= std::uint64_t{w[static_cast<std::size_t>(r) * stride + b].d.bits} << (16 * r);
   alignas(16) float products[4];
-  _mm_store_ps(products, _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits))), _mm_set1_ps(dx)));
+  _mm_store_ps(products, _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi64x(0, static_cast<long long>(bits))), _mm_set1_ps(dx)));
   for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
 }
 
