@@ -171,6 +171,16 @@ HEDGE_AVX2_TARGET inline void in_register(V& v) noexcept {
   __asm__("" : "+x"(v));
 }
 
+/// How far ahead of the logits loop each of a task's K and V streams is prefetched.
+inline constexpr std::size_t prefetch_bytes = 1024;
+
+/// Prefetches the cache lines of one stored K or V vector into L1.
+template <class Unit>
+HEDGE_AVX2_TARGET inline void prefetch_lines(const Unit* vector, std::size_t bytes) noexcept {
+  const char* p = reinterpret_cast<const char*>(vector);
+  for (std::size_t offset = 0; offset < bytes; offset += 64) _mm_prefetch(p + offset, _MM_HINT_T0);
+}
+
 /// The queries of the (up to 4) heads handled together, as the key format wants
 /// them: floats zero-padded to the stored width, or Q8_0 blocks (int8 values and
 /// the fp16-rounded block scale broadcast to 8 lanes) for block-quantized keys.
@@ -321,6 +331,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
   alignas(32) float scaled[max_blocks][blocks ? tile * 4 : 1];
 
   const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
+  const std::size_t ahead = std::clamp<std::size_t>(prefetch_bytes / vector_bytes, 1, tile);
   decode_tile<Elem> refs[2];
   refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
   for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
@@ -329,17 +340,17 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
     next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
     const std::size_t count = current.count, pairs = (count + 1) / 2;
     for (std::size_t i = 0; i < count; i += 2) {
-      // Software prefetch of the next tile's K and V while this tile's keys are
-      // dotted: the hardware prefetchers alone leave one thread latency bound on
-      // the interleaved K and V streams, and they stop at page-run boundaries.
-      // Into L2: the next tile would not fit L1 beside the current one.
-      for (std::size_t j = i; j < std::min(i + 2, next.count); ++j) {
-        const char* k = reinterpret_cast<const char*>(next.keys[j]);
-        const char* v = reinterpret_cast<const char*>(next.values[j]);
-        for (std::size_t offset = 0; offset < vector_bytes; offset += 64) {
-          _mm_prefetch(k + offset, _MM_HINT_T1);
-          _mm_prefetch(v + offset, _MM_HINT_T1);
-        }
+      // Software prefetch of positions i + ahead and i + 1 + ahead (into the next
+      // tile past this one's end), K and V, into L1. Measured on Zen 3 with f16 KV
+      // from DRAM: ~1 KiB ahead per stream is best; 2-4 KiB or a whole tile ahead
+      // (16 KiB of K plus 16 KiB of V, into L2) is 6-11 % slower, no software
+      // prefetch ~25 % slower (the hardware prefetchers also stop at page-run ends).
+      for (std::size_t j = i + ahead; j < i + ahead + 2; ++j) {
+        if (j >= count + next.count) break;
+        const decode_tile<Elem>& t = j < count ? current : next;
+        const std::size_t at = j < count ? j : j - count;
+        prefetch_lines(t.keys[at], vector_bytes);
+        prefetch_lines(t.values[at], vector_bytes);
       }
       const typename Elem::unit* k0 = current.keys[i];
       const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
