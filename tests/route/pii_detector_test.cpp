@@ -167,7 +167,8 @@ std::string random_text(hedge::verify::seeded_random& rng, std::size_t size) {
       "a", "e", "b", "d", "B", "D", "x", "F", "DE", "GB", " ", " ", "\n", ",", ".", "?", "'", "\"", "-", ":", "::",
       "@", "+", "(", ")", "/", "_", "0", "1", "4", "9", "12", "255", "born ", "DOB ", "birth", "March ", "1985",
       "de-ad-be-ef-00-11", "ab:cd", "\xc3\xa9", "\t", "version ", "a@b.co", "4111 1111 1111 1111",
-      "7B ", "3rd", "1 (555) 123-4567", "bo", "bir", "do", "r", "o", "i"};
+      "7B ", "3rd", "1 (555) 123-4567", "bo", "bir", "do", "r", "o", "i", "$", "=", ";", "[", "]", "`", "{", "}",
+      "~", "\r", "#", "*", "<", ">", "^", "\\", "|", "!", "%", "&", "\x7f", "\x01"};
   std::string s;
   while (s.size() < size) s += pieces[rng.below(std::size(pieces))];
   return s;
@@ -194,6 +195,24 @@ TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
     std::string s = filler.substr(0, rng.below(filler.size())) + texts[rng.below(texts.size())] + filler;
     for (std::uint64_t m = rng.below(3); m > 0; --m) s[rng.below(s.size())] = static_cast<char>(rng.below(256));
     expect_same_matches(s);
+  }
+}
+
+// Every byte value, after a letter and after a space, at every offset of a 32-byte block
+// and across the block boundary: the nibble tables give the scalar pre-scan's stops.
+TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
+  for (int b = 0; b < 256; ++b) {
+    for (std::size_t at = 0; at < 40; ++at) {
+      for (const char before : {'x', ' '}) {
+        std::string s(48, 'q');
+        for (std::size_t k = 1; k < s.size(); k += 4) s[k] = ' ';
+        if (at > 0) s[at - 1] = before;
+        s[at] = static_cast<char>(b);
+        ASSERT_EQ(detail::next_pii_stop(s, 0, s.size(), hedge::arch::native{}),
+                  detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}))
+            << "byte " << b << " at " << at;
+      }
+    }
   }
 }
 
