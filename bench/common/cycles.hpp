@@ -1,9 +1,11 @@
 // bench/common/cycles.hpp: the calling thread's own CPU cycles in user mode (Linux
 // perf_event_open), for benchmarks whose time this shared machine's host distorts: a
-// thread's cycle count stops while it is preempted or its vCPU is descheduled, so cycles
-// per call stay steady when CPU time per call does not. Where the counter is unavailable
-// (other OSes, perf_event_paranoid, no PMU in the guest) reads give nothing and the
-// benchmark reports no cycle figure.
+// thread's cycle count stops while it is preempted or its vCPU is descheduled and does not
+// scale with the core clock, so cycles per call move much less than CPU time per call (a
+// cache miss still costs more cycles at a higher clock). Where the counter is unavailable
+// (other OSes, perf_event_paranoid, no PMU in the guest), was shared with other events
+// (multiplexed) or did not count, reads give nothing and the benchmark reports no cycle
+// figure.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ class user_cycles {
     attr.config = PERF_COUNT_HW_CPU_CYCLES;
     attr.exclude_kernel = 1;
     attr.exclude_hv = 1;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
 #endif
   }
@@ -41,11 +44,16 @@ class user_cycles {
   user_cycles(const user_cycles&) = delete;
   user_cycles& operator=(const user_cycles&) = delete;
 
-  /// Cycles counted since construction, if the counter works.
+  /// Cycles counted since construction, if the counter works and has counted all along
+  /// (never multiplexed with other events) and has counted something.
   [[nodiscard]] std::optional<std::uint64_t> read() const noexcept {
 #if defined(__linux__)
-    std::uint64_t value = 0;
-    if (fd_ >= 0 && ::read(fd_, &value, sizeof value) == static_cast<ssize_t>(sizeof value)) return value;
+    struct {
+      std::uint64_t value, enabled, running;
+    } sample{};
+    if (fd_ >= 0 && ::read(fd_, &sample, sizeof sample) == static_cast<ssize_t>(sizeof sample) &&
+        sample.running == sample.enabled && sample.value != 0)
+      return sample.value;
 #endif
     return std::nullopt;
   }

@@ -258,8 +258,8 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 
 /// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
 /// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
-/// `size`. For words that span more than two blocks (the others are hashed from the
-/// folded bytes of their blocks).
+/// `size`. For a word carried into a block that is longer than 8 bytes (the others are
+/// hashed from the folded bytes of their blocks).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
                                                std::size_t size) noexcept {
   std::uint64_t h = 0;
@@ -303,8 +303,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   // them in every block (a move and a broadcast each) instead of keeping or reloading them.
   const __m256i fibonacci = opaque(_mm256_set1_epi32(static_cast<int>(0x9e3779b1u)));
   const __m256i spaces = opaque(_mm256_set1_epi8(' ')), last_dword = opaque(_mm256_set1_epi32(7));
-  // The previous block's folded bytes, the block's, and 8 more so that a word chunk is
-  // always one 8-byte load.
+  // The previous block's folded bytes (for the last 8 bytes of a word carried into the
+  // block), the block's, and 8 more so that a word chunk is always one 8-byte load.
   alignas(32) std::array<unsigned char, 72> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
   __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
@@ -351,9 +351,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     st.numbers += popcount(static_cast<std::uint32_t>(past_digits) & ~word_bits);
     // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
     // load and multiply; a chunk starts at byte 63 at the latest, so the 8 padding bytes
-    // cover it. Most words take one chunk.
-    // Most words take one chunk; their path starts from the hash 0 as a constant (no xor
-    // with a hash joined from the long-word loop).
+    // cover it. Most words take one chunk; their path starts from the hash 0 as a constant
+    // (no xor with a hash joined from the long-word loop).
     const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
       std::uint64_t chunk;
       if (length > 8) [[unlikely]] {
@@ -389,7 +388,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
           std::memcpy(&tail, folded_bytes.data() + 24, sizeof tail);
           std::memcpy(&head, folded_bytes.data() + 32, sizeof head);
           std::uint64_t chunk = tail >> (64 - 8 * carried);
-          if (run != 0) chunk |= head << (8 * carried);  // carried < 8 here
+          if (run != 0) chunk |= head << (8 * carried);  // carried < 8: length <= 8, run >= 1
           h = fold_word_chunk(0, low_bytes(chunk, length));
         } else {
           h = hash_word_at(bytes, i + run - length, length, size);

@@ -98,7 +98,7 @@ struct complexity_model {
 #if defined(__AVX2__)
         // `lanes` and flush() hold char-group sums: the feature pass batches only chars, and
         // a batch of another group goes bucket by bucket.
-        if (g != hashed_group::chars) {
+        if (g != hashed_group::chars) [[unlikely]] {
           for (std::size_t t = 0; t < count; ++t) operator()(g, buckets[t]);
           return;
         }

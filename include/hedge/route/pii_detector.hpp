@@ -18,19 +18,22 @@
 //
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
-// "stop" byte: anything outside the plain set (the plain set is ASCII but for digits and
-// '@', ':', '-', '+', '(', the only bytes a matcher starts on or looks for after a letter
-// run; a byte from 0x80 stops too), or a
-// letter run starting "bir", "bor" or "dob" in any case (a birth keyword may begin there;
-// "do", "both", "big" and other runs starting with b or d are ordinary words). The scan jumps to the
-// start of the letter run before that stop and runs the matchers from there. Why this
-// finds exactly what the byte-by-byte scan (`find_reference`, the specification) finds:
-// every entity needs a non-plain byte at most one letter run after its start (IBAN: a
-// digit after 2 letters; MAC/IPv6: ':', '-' or a digit after at most 4 hex letters;
-// dates, cards, phones, SSNs, IPs: digits; e-mail: '@'), except a text date of birth,
-// which is only looked for inside a birth window, and the skip is off inside one.
-// The byte-by-byte scan over a plain run changes no state: no match, and no birth keyword
-// (those start with "bir", "bor" or "dob", a stop).
+// "stop" byte: a digit or one of '@', ':', '-', '+', '(' (the only bytes a matcher starts
+// on or looks for right after a letter run; every other byte, including every byte from
+// 0x80, is plain), or a letter run starting "bir", "bor" or "dob" in any case (a birth
+// keyword may begin there; "do", "both", "big" and other runs starting with b or d are
+// ordinary words). The scan jumps to the start of the letter run before that stop and
+// runs the matchers from there. Why this finds exactly what the byte-by-byte scan
+// (`find_reference`, the specification) finds:
+// - at a plain byte the byte-by-byte scan only steps on: no match starts there and no
+//   state changes (it is not '@', not a letter, digit, '+', '(' or ':');
+// - every entity but e-mail needs a stop at most one letter run after its start (IBAN: a
+//   digit after 2 letters; MAC/IPv6: ':', '-' or a digit after at most 4 hex letters;
+//   dates, cards, phones, SSNs, IPs: digits), except a text date of birth, which is only
+//   looked for inside a birth window, and the skip is off inside one;
+// - an e-mail is matched at its '@' (a stop), backwards to the end of the previous match,
+//   which both scans track alike, wherever the scan was before it;
+// - no birth keyword starts in a plain run: those start with "bir", "bor" or "dob", a stop.
 #pragma once
 
 #include <array>
@@ -134,9 +137,8 @@ constexpr bool iban_valid(std::string_view s) noexcept {
 namespace detail {
 constexpr bool pii_letter(unsigned char c) noexcept { return static_cast<unsigned char>((c | 0x20) - 'a') < 26; }
 /// Bytes no matcher starts on and no entity needs (besides letters); see the file comment.
-/// (The byte-by-byte scan steps over any other ASCII byte without a state change.)
 constexpr bool pii_plain(unsigned char c) noexcept {
-  return c < 0x80 && !(c >= '0' && c <= '9') && c != '@' && c != ':' && c != '-' && c != '+' && c != '(';
+  return !(c >= '0' && c <= '9') && c != '@' && c != ':' && c != '-' && c != '+' && c != '(';
 }
 
 /// Whether a letter run starting with lower-case-or-not `c` then `next` may be a birth
@@ -173,12 +175,11 @@ struct pii_block_masks {
 /// `avail`: bytes from q to the end of the scanned range (>= 32); a byte's successors past
 /// it read as 0. Nibble-table lookups (vpshufb) classify the bytes instead of a compare per
 /// byte value. Class bits of a byte (low-nibble table AND high-nibble table): 0x01 A-O/a-o,
-/// 0x02 P-Z/p-z, 0x04 the rows 0x0_, 0x1_, 0x5_, 0x6_, 0x7_ (all plain), 0x08 row 0x2_ but
-/// for ( + -, 0x10 row 0x3_ from ';' (digits and ':' are not plain), 0x60 b/B, 0x80 d/D;
+/// 0x02 P-Z/p-z, 0x04 the rows 0x0_, 0x1_, 0x5_-0xf_ (all plain), 0x08 row 0x2_ but for
+/// ( + -, 0x10 row 0x3_ from ';' (digits and ':' are not plain), 0x60 b/B, 0x80 d/D;
 /// plain = any of 0x01-0x10 (row 0x4_ is plain through its letters, '@' is not). Of its
 /// successor: i/I 0x20, o/O 0xc0; of the byte after: r/R 0x60, b/B 0x80. The AND of the three
-/// is non-zero exactly for bir (0x20), bor (0x40) and dob (0x80). Bytes >= 0x80 have a zero
-/// high-nibble entry.
+/// is non-zero exactly for bir (0x20), bor (0x40) and dob (0x80).
 inline pii_block_masks pii_classify_block(const unsigned char* q, std::size_t avail) noexcept {
   const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
   const auto shift_down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
@@ -191,15 +192,14 @@ inline pii_block_masks pii_classify_block(const unsigned char* q, std::size_t av
     const __m256i hi = _mm256_shuffle_epi8(hi_table, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
     return _mm256_and_si256(lo, hi);
   };
-  const char e1 = static_cast<char>(0xe1), e5 = static_cast<char>(0xe5), d8f = static_cast<char>(0x8f),
-             c0 = static_cast<char>(0xc0),
-             e0 = static_cast<char>(0xe0), x80 = static_cast<char>(0x80);
+  const char e1 = static_cast<char>(0xe1), e5 = static_cast<char>(0xe5), d8f = static_cast<char>(0x8f);
+  const char c0 = static_cast<char>(0xc0), e0 = static_cast<char>(0xe0), x80 = static_cast<char>(0x80);
   const __m256i cls =
       lookup(v,
              _mm256_setr_epi8(0x0e, 0x0f, 0x6f, 0x0f, d8f, 0x0f, 0x0f, 0x0f, 0x07, 0x0f, 0x0f, 0x15, 0x1d, 0x15, 0x1d, 0x1d,
                               0x0e, 0x0f, 0x6f, 0x0f, d8f, 0x0f, 0x0f, 0x0f, 0x07, 0x0f, 0x0f, 0x15, 0x1d, 0x15, 0x1d, 0x1d),
-             _mm256_setr_epi8(0x04, 0x04, 0x08, 0x10, e1, 0x06, e5, 0x06, 0, 0, 0, 0, 0, 0, 0, 0, 0x04, 0x04, 0x08, 0x10, e1,
-                              0x06, e5, 0x06, 0, 0, 0, 0, 0, 0, 0, 0));
+             _mm256_setr_epi8(0x04, 0x04, 0x08, 0x10, e1, 0x06, e5, 0x06, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,
+                              0x04, 0x04, 0x08, 0x10, e1, 0x06, e5, 0x06, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04));
   // Successor: only 0x4_ and 0x6_ bytes matter; (x | 0x20) ^ 0x60 puts them at 0..15 and the
   // saturating add sends every other byte to >= 0x80, which vpshufb maps to 0. One lookup.
   const __m256i folded = _mm256_adds_epu8(
