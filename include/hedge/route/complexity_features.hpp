@@ -2,9 +2,9 @@
 //
 // Two passes over the bytes (characters, then words), no allocation, no stored token list.
 // The AVX2 path does both in one pass over 32-byte blocks (classification by compares and
-// nibble tables, 8 gram hashes per multiply from in-register windows, words from bit masks
-// hashed 8 bytes per multiply) and reports the same buckets in the same order as the
-// scalar passes, its specification:
+// nibble tables, 8 gram hashes per multiply from in-register windows, words from the bit
+// masks of two blocks at a time, hashed 8 bytes per multiply) and reports the same buckets
+// in the same order as the scalar passes, its specification:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
 //     group words: lower-cased word unigrams and adjacent-word bigrams
@@ -246,6 +246,9 @@ HEDGE_ALWAYS_INLINE std::uint32_t bits(__m256i m) noexcept {
 HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcount(m));
 }
+HEDGE_ALWAYS_INLINE std::uint32_t popcount64(std::uint64_t m) noexcept {
+  return static_cast<std::uint32_t>(__builtin_popcountll(m));
+}
 
 /// The low n bytes (1 <= n <= 8) of a chunk.
 HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noexcept {
@@ -282,8 +285,9 @@ HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::
 }
 
 /// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
-/// (words from the word-byte bit mask), then the scalar passes on the tail. Each group's
-/// features come in the scalar order (char and word reports interleave by block).
+/// (words from the word-byte bit masks of a unit of two blocks), then the scalar passes on
+/// the tail. Each group's features come in the scalar order (char and word reports
+/// interleave by unit).
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
                               arch::avx2) noexcept {
@@ -303,13 +307,16 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   // them in every block (a move and a broadcast each) instead of keeping or reloading them.
   const __m256i fibonacci = opaque(_mm256_set1_epi32(static_cast<int>(0x9e3779b1u)));
   const __m256i spaces = opaque(_mm256_set1_epi8(' ')), last_dword = opaque(_mm256_set1_epi32(7));
-  // The previous block's folded bytes (for the last 8 bytes of a word carried into the
-  // block), the block's, and 8 more so that a word chunk is always one 8-byte load.
-  alignas(32) std::array<unsigned char, 72> folded_bytes{};
+  // The previous unit's last folded block (for the last 8 bytes of a word carried into the
+  // unit), the unit's two blocks, and 8 more so that a word chunk is always one 8-byte load.
+  alignas(32) std::array<unsigned char, 104> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
   __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
-  std::uint32_t carried = 0;  ///< bytes of the word in progress before the block (0: none)
+  std::uint32_t carried = 0;  ///< bytes of the word in progress before the unit (0: none)
   bool carried_non_digit = false;
+  // The word and digit bits of the unit's blocks so far; whether this block is its second.
+  std::uint64_t unit_word_bits = 0, unit_digit_bits = 0;
+  bool second = false;
   std::size_t i = 0;
   for (; i + 32 <= size; i += 32) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
@@ -333,97 +340,113 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // (' ' is also the case bit; a byte is at most ' ' when it equals its maximum with ' '.)
     const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, spaces));
     const __m256i folded = _mm256_blendv_epi8(lowered, spaces, _mm256_cmpeq_epi8(_mm256_max_epu8(v, spaces), spaces));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32), folded);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32 + 32 * second), folded);
+    const std::uint32_t block_word_bits = bits(word);
+    st.word_bytes += popcount(block_word_bits);
+    unit_word_bits |= std::uint64_t{block_word_bits} << (32 * second);
+    unit_digit_bits |= std::uint64_t{bits(digits)} << (32 * second);
 
-    // Words (before the 4-grams: measured 2-3 % faster than after them): each run of word bits. A run touching bit 31 may continue in the next block;
-    // a word is hashed once its end is known. Starts and ends are taken from two masks
-    // (lowest bit, then clear it), two short dependency chains instead of one per word.
-    const std::uint32_t word_bits = bits(word), digit_bits = bits(digits);
-    const std::uint32_t non_digit_bits = word_bits & ~digit_bits;
-    st.word_bytes += popcount(word_bits);
-    const std::uint32_t starts_here = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
-    std::uint32_t ends = word_bits & ~((word_bits >> 1) | 0x80000000u);  // last bytes of words ending here
-    // Number words starting and ending in the block, from the masks: adding a run's start
-    // bit to the digit bits carries to the first byte past the run's leading digits; the
-    // word is a number when that byte is a separator (not a non-digit word byte, not bit 32:
-    // a word continuing into the next block is counted when its end is known).
-    const std::uint64_t past_digits = (std::uint64_t{digit_bits} + (starts_here & digit_bits)) & ~std::uint64_t{digit_bits};
-    st.numbers += popcount(static_cast<std::uint32_t>(past_digits) & ~word_bits);
-    // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
-    // load and multiply; a chunk starts at byte 63 at the latest, so the 8 padding bytes
-    // cover it. Most words take one chunk; their path starts from the hash 0 as a constant
-    // (no xor with a hash joined from the long-word loop).
-    const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
-      std::uint64_t chunk;
-      if (length > 8) [[unlikely]] {
-        std::uint64_t h = 0;
-        do {
-          std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
-          h = fold_word_chunk(h, chunk);
-          at += 8;
-          length -= 8;
-        } while (length > 8);
-        std::memcpy(&chunk, at, sizeof chunk);
-        return fold_word_chunk(h, low_bytes(chunk, length));
-      }
-      std::memcpy(&chunk, at, sizeof chunk);
-      return fold_word_chunk(0, low_bytes(chunk, length));
-    };
-    if (carried != 0) {  // the word in progress continues with the block's leading run
-      const auto run = static_cast<unsigned>(__builtin_ctzll(~std::uint64_t{word_bits}));
-      carried_non_digit = carried_non_digit || (non_digit_bits & static_cast<std::uint32_t>((std::uint64_t{1} << run) - 1)) != 0;
-      if (run == 32) {  // no start or end in the block
-        carried += 32;
-      } else {
-        if (run != 0) ends &= ends - 1;
-        const std::uint32_t length = carried + run;
-        // Not from folded_bytes at 32 - carried: that load would span the stores of both
-        // blocks, which the store buffer cannot forward (a stall of about 8 % of the scan
-        // on Zen 3). A word of up to 8 bytes is joined from the previous block's last 8
-        // folded bytes and this block's first 8 (each load inside one store), a longer one
-        // is hashed from the text.
-        std::uint64_t h;
-        if (length <= 8) {
-          std::uint64_t tail, head;
-          std::memcpy(&tail, folded_bytes.data() + 24, sizeof tail);
-          std::memcpy(&head, folded_bytes.data() + 32, sizeof head);
-          std::uint64_t chunk = tail >> (64 - 8 * carried);
-          if (run != 0) chunk |= head << (8 * carried);  // carried < 8: length <= 8, run >= 1
-          h = fold_word_chunk(0, low_bytes(chunk, length));
-        } else {
-          h = hash_word_at(bytes, i + run - length, length, size);
+    // Words, per unit of two blocks (one at the end of the text): each run of word bits. A
+    // run touching the unit's last bit may continue in the next unit; a word is hashed once
+    // its end is known. Two blocks per word loop halve the loop exits, which the branch
+    // predictor misses on varied text (a different number of words ends in each unit).
+    // Starts and ends are taken from two masks (lowest bit, then clear it), two short
+    // dependency chains instead of one per word.
+    if (second || i + 64 > size) {
+      const unsigned width = 32 * (second + 1u);
+      const std::uint64_t in_unit = second ? ~std::uint64_t{0} : 0xffffffffu;
+      const std::uint64_t word_bits = unit_word_bits, digit_bits = unit_digit_bits;
+      const std::uint64_t non_digit_bits = word_bits & ~digit_bits;
+      const std::uint64_t starts_here = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
+      // Last bytes of words ending here (a run reaching the unit's last byte may go on).
+      std::uint64_t ends = word_bits & ~((word_bits >> 1) | (std::uint64_t{1} << (width - 1)));
+      // Number words starting and ending in the unit, from the masks: adding a run's start
+      // bit to the digit bits carries to the first byte past the run's leading digits; the
+      // word is a number when that byte is a separator (not a non-digit word byte, not past
+      // the unit: a word continuing into the next unit is counted when its end is known).
+      const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
+      st.numbers += popcount64(past_digits & ~word_bits & in_unit);
+      // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
+      // load and multiply; a chunk starts at byte 95 at the latest, so the 8 padding bytes
+      // cover it. Most words take one chunk; their path starts from the hash 0 as a
+      // constant (no xor with a hash joined from the long-word loop).
+      const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
+        std::uint64_t chunk;
+        if (length > 8) [[unlikely]] {
+          std::uint64_t h = 0;
+          do {
+            std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
+            h = fold_word_chunk(h, chunk);
+            at += 8;
+            length -= 8;
+          } while (length > 8);
+          std::memcpy(&chunk, at, sizeof chunk);
+          return fold_word_chunk(h, low_bytes(chunk, length));
         }
-        report_word<BucketBits>(st, h, visit);
-        st.numbers += carried_non_digit ? 0 : 1;
-        carried = 0;
-        carried_non_digit = false;
+        std::memcpy(&chunk, at, sizeof chunk);
+        return fold_word_chunk(0, low_bytes(chunk, length));
+      };
+      const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
+      const std::size_t unit_begin = i - 32 * second;
+      if (carried != 0) {  // the word in progress continues with the unit's leading run
+        const unsigned run = (~word_bits & in_unit) != 0 ? ctz(~word_bits) : width;
+        const std::uint64_t leading = run == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << run) - 1;
+        carried_non_digit = carried_non_digit || (non_digit_bits & leading) != 0;
+        if (run == width) {  // no start or end in the unit
+          carried += width;
+        } else {
+          if (run != 0) ends &= ends - 1;
+          const std::uint32_t length = carried + run;
+          // Not from folded_bytes at 32 - carried: that load would span the stores of both
+          // units, which the store buffer cannot forward (a stall of about 8 % of the scan
+          // on Zen 3). A word of up to 8 bytes is joined from the previous unit's last 8
+          // folded bytes and this unit's first 8 (each load inside one store), a longer one
+          // is hashed from the text.
+          std::uint64_t h;
+          if (length <= 8) {
+            std::uint64_t tail, head;
+            std::memcpy(&tail, folded_bytes.data() + 24, sizeof tail);
+            std::memcpy(&head, folded_bytes.data() + 32, sizeof head);
+            std::uint64_t chunk = tail >> (64 - 8 * carried);
+            if (run != 0) chunk |= head << (8 * carried);  // carried < 8: length <= 8, run >= 1
+            h = fold_word_chunk(0, low_bytes(chunk, length));
+          } else {
+            h = hash_word_at(bytes, unit_begin + run - length, length, size);
+          }
+          report_word<BucketBits>(st, h, visit);
+          st.numbers += carried_non_digit ? 0 : 1;
+          carried = 0;
+          carried_non_digit = false;
+        }
       }
-    }
-    // Starts and ends now pair up in order, but for one last start whose run reaches the
-    // block's end (carried on after the loop).
-    const auto ctz = [](std::uint32_t m) { return static_cast<unsigned>(__builtin_ctz(m)); };
-    std::uint32_t starts = starts_here;
-    if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-      report_word<BucketBits>(st, folded_word(folded_bytes.data() + 32 + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
-      ends &= ends - 1;
-      starts &= starts - 1;
-    }
-    // Every word from here on has a predecessor: counted per block, bigrams unconditional.
-    // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
-    // ending here ends before bit 31) give each length with one subtraction.
-    st.words += popcount(ends);
-    const unsigned char* const block = folded_bytes.data() + 32;
-    for (std::uint32_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
-      const unsigned start = ctz(starts);
-      const std::uint64_t h = folded_word(block + start, ctz(past_ends) - start);
-      visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
-      visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
-      st.prev_word = h;
-    }
-    if (starts != 0) {
-      const unsigned start = ctz(starts);
-      carried = 32 - start;
-      carried_non_digit = (non_digit_bits >> start) != 0;
+      // Starts and ends now pair up in order, but for one last start whose run reaches the
+      // unit's end (carried on after the loop).
+      std::uint64_t starts = starts_here;
+      if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
+        report_word<BucketBits>(st, folded_word(folded_bytes.data() + 32 + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
+        ends &= ends - 1;
+        starts &= starts - 1;
+      }
+      // Every word from here on has a predecessor: counted per unit, bigrams unconditional.
+      // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
+      // ending here ends before the unit's last bit) give each length with one subtraction.
+      st.words += popcount64(ends);
+      const unsigned char* const unit = folded_bytes.data() + 32;
+      for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
+        const unsigned start = ctz(starts);
+        const std::uint64_t h = folded_word(unit + start, ctz(past_ends) - start);
+        visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
+        visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
+        st.prev_word = h;
+      }
+      if (starts != 0) {
+        const unsigned start = ctz(starts);
+        carried = width - start;
+        carried_non_digit = (non_digit_bits >> start) != 0;
+      }
+      unit_word_bits = unit_digit_bits = 0;
+      // The unit's last block, for the next unit's carried word.
+      _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
     }
 
     // 4-grams: 8 per multiply, in text order.
@@ -444,8 +467,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       }
     }
     previous_dword = _mm256_permutevar8x32_epi32(folded, last_dword);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
     st.gram_len += 32;
+    second = !second;
   }
   // Hand a word in progress to the scalar pass as its state after the word's bytes so far.
   for (std::size_t k = i - carried; k < i; ++k) add_word_byte(st, byte_classes[bytes[k]]);
