@@ -133,7 +133,7 @@ struct scan_state {
 };
 
 /// Reports the unigram and (after the first word) the bigram of a word with hash h.
-/// Number words are counted by the caller (the vector pass counts them per block).
+/// Number words are counted by the caller (the vector pass counts them per unit).
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void report_word(scan_state& st, std::uint64_t h, Visitor& visit) noexcept {
   visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
@@ -261,8 +261,8 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 
 /// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
 /// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
-/// `size`. For a word carried into a block that is longer than 8 bytes (the others are
-/// hashed from the folded bytes of their blocks).
+/// `size`. For a word carried into a unit that is longer than 8 bytes (the others are
+/// hashed from the folded bytes of their units).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
                                                std::size_t size) noexcept {
   std::uint64_t h = 0;
@@ -367,7 +367,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
       st.numbers += popcount64(past_digits & ~word_bits & in_unit);
       // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
-      // load and multiply; a chunk starts at byte 95 at the latest, so the 8 padding bytes
+      // load and multiply; a chunk starts at byte 94 at the latest, so the 8 padding bytes
       // cover it. Most words take one chunk; their path starts from the hash 0 as a
       // constant (no xor with a hash joined from the long-word loop).
       const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
