@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,7 @@ const std::vector<std::string>& mmlu_texts() {
       for (const auto& row : *rows) prompts.push_back(row.prompt);
     }
     hedge::verify::seeded_random rng{7};
-    for (std::size_t k = prompts.size(); k > 1; --k) std::swap(prompts[k - 1], prompts[rng.below(k)]);
+    rng.shuffle(std::span<std::string>(prompts));
     std::vector<std::string> out;
     std::string current;
     for (const auto& p : prompts) {
@@ -94,6 +95,14 @@ const std::vector<std::string>& mmlu_texts() {
     return out;
   }();
   return texts;
+}
+
+/// The router the decision benchmarks time: every built-in policy, the complexity one on
+/// the benchmark model.
+auto decision_router() {
+  return router<privacy_policy, health_policy, context_fit_policy, latency_policy, cost_policy,
+                complexity_policy<model_t>>{privacy_policy{}, health_policy{},  context_fit_policy{}, latency_policy{},
+                                            cost_policy{},    complexity_policy<model_t>{&bench_model(), 0.5}};
 }
 
 /// Runs `call` as the benchmark loop and reports bytes/s, ns per byte and, where the
@@ -115,9 +124,7 @@ void measure(benchmark::State& state, std::size_t bytes, Call&& call) {
 void BM_RouterDecision(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const std::string prompt = prompt_of(bytes);
-  router<privacy_policy, health_policy, context_fit_policy, latency_policy, cost_policy, complexity_policy<model_t>> r{
-      privacy_policy{}, health_policy{},  context_fit_policy{}, latency_policy{},
-      cost_policy{},    complexity_policy<model_t>{&bench_model(), 0.5}};
+  const auto r = decision_router();
   const route_request request{.prompt = prompt, .ttft_slo_ms = 1500.0};
   const route_context context;
   measure(state, bytes, [&] {
@@ -160,9 +167,7 @@ void measure_mmlu(benchmark::State& state, Call&& call) {
 }
 
 void BM_RouterDecisionMmlu(benchmark::State& state) {
-  router<privacy_policy, health_policy, context_fit_policy, latency_policy, cost_policy, complexity_policy<model_t>> r{
-      privacy_policy{}, health_policy{},  context_fit_policy{}, latency_policy{},
-      cost_policy{},    complexity_policy<model_t>{&bench_model(), 0.5}};
+  const auto r = decision_router();
   const route_context context;
   measure_mmlu(state, [&](std::string_view text) {
     auto d = r.decide(route_request{.prompt = text, .ttft_slo_ms = 1500.0}, context);

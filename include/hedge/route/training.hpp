@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -182,7 +183,7 @@ inline void train_logistic(const std::vector<const sparse_features*>& x, const s
   verify::seeded_random rng{opt.seed};
   const auto lr = static_cast<float>(opt.learning_rate), l2 = static_cast<float>(opt.l2);
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng.below(k)]);
+    rng.shuffle(std::span<std::size_t>(order));
     for (std::size_t e : order) {
       const auto& f = *x[e];
       float z = bias;

@@ -6,7 +6,10 @@
 // the generator Java's SplittableRandom and xoshiro's seeding use.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <utility>
 
 namespace hedge::verify {
 
@@ -25,6 +28,12 @@ class seeded_random {
   /// Uniform integer in [0, n) for 0 < n <= 2^53.
   constexpr std::uint64_t below(std::uint64_t n) noexcept {
     return static_cast<std::uint64_t>(uniform() * static_cast<double>(n));
+  }
+  /// Shuffles `items` in place (Fisher-Yates, Knuth TAOCP 3.4.2 algorithm P: each position
+  /// from the last down swaps with a uniform one at or before it).
+  template <class T>
+  constexpr void shuffle(std::span<T> items) noexcept {
+    for (std::size_t k = items.size(); k > 1; --k) std::swap(items[k - 1], items[below(k)]);
   }
 
  private:
