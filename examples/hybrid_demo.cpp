@@ -63,9 +63,9 @@ struct layer_weights {
   std::vector<float> attn_norm = std::vector<float>(dim, 1.0f), ffn_norm = std::vector<float>(dim, 1.0f);
 };
 
-
 /// Exits with the error's message: the demo has no way to continue without the step.
-void check(const hedge::result<void>& r, const char* what) {
+template <class T>
+void check(const hedge::result<T>& r, const char* what) {
   if (!r) {
     std::fprintf(stderr, "%s: [%s] %s\n", what, hedge::to_string(r.error().code()).data(), r.error().c_str());
     std::exit(1);
@@ -79,7 +79,7 @@ packed_matrix random_packed_q4_0(std::size_t rows, std::size_t cols, std::uint64
                            hedge::kernels::interleaved_blocks<q4_0>(rows, cols)),
                        rows, cols};
   auto view = hedge::kernels::repack<q4_0>({gguf.data(), rows, cols / q4_0::block_elements}, packed.groups);
-  check(view ? hedge::ok() : hedge::result<void>{view.error()}, "repack");
+  check(view, "repack");
   return packed;
 }
 

@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
   }
   if (scores.empty()) return fail(hedge::error{hedge::errc::invalid_argument} << "no prompts in the given files");
 
-  std::vector<double> reordered = scores;  // the quantile rule reorders its input
+  // The quantile rule reorders the scores; the cloud fraction below is a count, so any order does.
   auto threshold = quality >= 0.0 ? threshold_for_quality(labelled, quality)
-                                  : threshold_for_cloud_fraction(reordered, fraction);
+                                  : threshold_for_cloud_fraction(scores, fraction);
   if (!threshold) return fail(threshold.error());
   const double t = *threshold;
   const double cloud = cloud_fraction_at(scores, t);

@@ -63,17 +63,6 @@ struct decode_task {
   float* states;                 ///< `count` partial states (decode_state_floats each)
 };
 
-/// Writes the finished partial state of the task's query head n (accumulator of head_dim
-/// floats, running max and sum) in the workspace layout above.
-inline void store_decode_state(const decode_task& task, std::size_t n, std::size_t head_dim, const float* acc,
-                               float max, float sum) noexcept {
-  const std::size_t padded = attention_padded_dim(head_dim), stride = decode_state_floats(head_dim);
-  float* state = task.states + n * stride;
-  std::copy_n(acc, head_dim, state);
-  std::fill(state + head_dim, state + stride, 0.f);
-  state[padded] = max;
-  state[padded + 1] = sum;
-}
 
 /// Scalar reference: decodes each K/V vector to floats, one online-softmax step per position.
 /// \tparam Elem the KV element format

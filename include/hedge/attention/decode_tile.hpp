@@ -8,9 +8,9 @@
 #pragma once
 
 #include <algorithm>
-#include <span>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/kv/cache.hpp"
@@ -70,6 +70,18 @@ void transform_tile_logits(const attention_params& p, const decode_task& task, s
     for (int n = 0; n < N; ++n)
       weights[4 * i + n] = transform_logit(p, weights[4 * i + n], task.first_query_head + first + static_cast<std::size_t>(n),
                                            pos + i, task.query_pos);
+}
+
+/// Writes the finished partial state of the task's query head n (accumulator of head_dim
+/// floats, running max and sum) in the workspace layout of decode_scalar.hpp.
+inline void store_decode_state(const decode_task& task, std::size_t n, std::size_t head_dim, const float* acc,
+                               float max, float sum) noexcept {
+  const std::size_t padded = attention_padded_dim(head_dim), stride = decode_state_floats(head_dim);
+  float* state = task.states + n * stride;
+  std::copy_n(acc, head_dim, state);
+  std::fill(state + head_dim, state + stride, 0.f);
+  state[padded] = max;
+  state[padded + 1] = sum;
 }
 
 }  // namespace hedge
