@@ -34,3 +34,15 @@ execute_process(COMMAND ${CALIBRATE} --weights ${weights} --target-fraction 0.5 
 if(NOT rc EQUAL 1 OR NOT err MATCHES "broken.csv")
   message(FATAL_ERROR "a malformed log must fail naming the file (${rc}): ${err}")
 endif()
+# A number that does not parse is a usage error naming the option, in both tools (it used
+# to read as 0: a cloud-fraction target of 0 is valid and silently sent nothing out).
+execute_process(COMMAND ${CALIBRATE} --weights ${weights} --target-fraction abc ${DATA}/mmlu_marketing.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "bad --target-fraction")
+  message(FATAL_ERROR "a malformed target must be a usage error (${rc}): ${err}")
+endif()
+execute_process(COMMAND ${TRAIN} --out ${BINARY}/unused.txt --epochs 3x ${DATA}/mmlu_anatomy.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "bad value for --epochs")
+  message(FATAL_ERROR "a malformed epoch count must be a usage error (${rc}): ${err}")
+endif()

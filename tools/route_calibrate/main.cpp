@@ -14,7 +14,6 @@
 // `threshold_logit=<t> cloud_fraction=<f> prompts=<n>` (plus `quality=<q>` when labelled).
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,8 +49,11 @@ int main(int argc, char** argv) {
     const std::string_view a = argv[i];
     const bool value = i + 1 < argc;
     if (a == "--weights" && value) weights = argv[++i];
-    else if (a == "--target-fraction" && value) fraction = std::atof(argv[++i]);
-    else if (a == "--target-quality" && value) quality = std::atof(argv[++i]);
+    else if (a == "--target-fraction" && value) {
+      if (!detail::parse_number(argv[++i], fraction) || fraction < 0.0) return usage("bad --target-fraction");
+    } else if (a == "--target-quality" && value) {
+      if (!detail::parse_number(argv[++i], quality) || quality < 0.0) return usage("bad --target-quality");
+    }
     else if (a.substr(0, 2) != "--") files.emplace_back(a);
     else return usage("unknown or incomplete option");
   }

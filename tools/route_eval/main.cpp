@@ -12,7 +12,6 @@
 //   APGR=<x> CPT50=<y> CPT80=<z> random_APGR=<r> n=<rows>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -133,15 +132,20 @@ int main(int argc, char** argv) {
     } else if (a == "--leave-domain-out") {
       dir = argv[++i], list = nullptr;
     } else if (a == "--target-fraction") {
-      opt.target_cloud_fraction = std::atof(argv[++i]), list = nullptr;
+      if (!detail::parse_number(argv[++i], opt.target_cloud_fraction)) return usage("bad --target-fraction");
+      list = nullptr;
     } else if (a == "--epochs") {
-      opt.fit.epochs = std::atoi(argv[++i]), list = nullptr;
+      if (!detail::parse_number(argv[++i], opt.fit.epochs)) return usage("bad --epochs");
+      list = nullptr;
     } else if (a == "--learning-rate") {
-      opt.fit.learning_rate = std::atof(argv[++i]), list = nullptr;
+      if (!detail::parse_number(argv[++i], opt.fit.learning_rate)) return usage("bad --learning-rate");
+      list = nullptr;
     } else if (a == "--l2") {
-      opt.fit.l2 = std::atof(argv[++i]), list = nullptr;
+      if (!detail::parse_number(argv[++i], opt.fit.l2)) return usage("bad --l2");
+      list = nullptr;
     } else if (a == "--calibration-folds") {
-      opt.calibration_folds = std::atoi(argv[++i]), list = nullptr;
+      if (!detail::parse_number(argv[++i], opt.calibration_folds)) return usage("bad --calibration-folds");
+      list = nullptr;
     } else if (a == "--calibrate-on") {
       const std::string_view v = argv[++i];
       if (v == "training") opt.calibrate_on_held_out_prompts = false;
@@ -149,7 +153,8 @@ int main(int argc, char** argv) {
       else return usage("--calibrate-on must be training or held-out-prompts");
       list = nullptr;
     } else if (a == "--limit") {
-      limit = static_cast<std::size_t>(std::atol(argv[++i])), list = nullptr;
+      if (!detail::parse_number(argv[++i], limit)) return usage("bad --limit");
+      list = nullptr;
     } else if (a == "--label") {
       const std::string_view v = argv[++i];
       if (v == "weak_wrong") opt.target = training_target::weak_wrong;

@@ -6,7 +6,6 @@
 //   hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X]
 //                     [--l2 X] [--label weak_wrong|strong_better] FILES...
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,18 +20,33 @@ int main(int argc, char** argv) {
   std::string out;
   std::vector<std::string> files;
   evaluation_options opt;
+  // A value that does not parse whole as a number is an error, not 0 (as std::atof reads "abc").
+  const auto bad = [](std::string_view option) {
+    return std::fprintf(stderr, "hedge-route-train: bad value for %.*s\n", static_cast<int>(option.size()), option.data()), 2;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const bool value = i + 1 < argc;
-    if (a == "--out" && value) out = argv[++i];
-    else if (a == "--target-fraction" && value) opt.target_cloud_fraction = std::atof(argv[++i]);
-    else if (a == "--epochs" && value) opt.fit.epochs = std::atoi(argv[++i]);
-    else if (a == "--learning-rate" && value) opt.fit.learning_rate = std::atof(argv[++i]);
-    else if (a == "--l2" && value) opt.fit.l2 = std::atof(argv[++i]);
-    else if (a == "--label" && value) opt.target = std::string_view{argv[++i]} == "weak_wrong" ? training_target::weak_wrong
-                                                                                               : training_target::strong_better;
-    else if (a.substr(0, 2) != "--") files.emplace_back(a);
-    else return std::fprintf(stderr, "hedge-route-train: unknown or incomplete option %s\n", argv[i]), 2;
+    if (a == "--out" && value) {
+      out = argv[++i];
+    } else if (a == "--target-fraction" && value) {
+      if (!detail::parse_number(argv[++i], opt.target_cloud_fraction)) return bad(a);
+    } else if (a == "--epochs" && value) {
+      if (!detail::parse_number(argv[++i], opt.fit.epochs)) return bad(a);
+    } else if (a == "--learning-rate" && value) {
+      if (!detail::parse_number(argv[++i], opt.fit.learning_rate)) return bad(a);
+    } else if (a == "--l2" && value) {
+      if (!detail::parse_number(argv[++i], opt.fit.l2)) return bad(a);
+    } else if (a == "--label" && value) {
+      const std::string_view v = argv[++i];
+      if (v == "weak_wrong") opt.target = training_target::weak_wrong;
+      else if (v == "strong_better") opt.target = training_target::strong_better;
+      else return bad(a);
+    } else if (a.substr(0, 2) != "--") {
+      files.emplace_back(a);
+    } else {
+      return std::fprintf(stderr, "hedge-route-train: unknown or incomplete option %s\n", argv[i]), 2;
+    }
   }
   if (out.empty() || files.empty())
     return std::fprintf(stderr, "usage: hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] "
