@@ -601,8 +601,8 @@ class pii_detector {
   /// (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':', '-', '.',
   /// '/', or a space before a digit or '(') or is a card of 13+ digits in one group. A few
   /// compares instead of every matcher on the digits of ordinary prose.
-  static constexpr bool digit_entity_may_start(std::string_view t, std::size_t i) noexcept {
-    const std::size_t r = hex_run_end(t, i);
+  /// `r`: hex_run_end(t, i), which the caller also needs.
+  static constexpr bool digit_entity_may_start(std::string_view t, std::size_t i, std::size_t r) noexcept {
     const char a = at(t, r);
     if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
     return a == ' ' && (digit(at(t, r + 1)) || at(t, r + 1) == '(');
@@ -678,6 +678,9 @@ class pii_detector {
       const auto attempt = [&](pii_entity e, std::size_t len) {
         if (kind == pii_entity::none && len != 0) kind = e, n = len;
       };
+      // With the skip on, a digit's first hex run decides which digit formats may start.
+      const bool filtered = SkipPlainRuns && digit(c);
+      const std::size_t hex_end = filtered ? hex_run_end(t, i) : i;
       if (alpha(c)) {
         // Cheap pre-checks on the letter run keep ordinary words at a few compares each.
         const std::size_t w = alpha_run(t, i);
@@ -694,14 +697,13 @@ class pii_detector {
           i += iban_shape > w ? iban_shape : w;  // skip the word (or invalid IBAN) whole
           continue;
         }
-      } else if (SkipPlainRuns && digit(c) && i >= birth_until && !digit_entity_may_start(t, i)) {
+      } else if (filtered && i >= birth_until && !digit_entity_may_start(t, i, hex_end)) {
         // Nothing starts here ("7B", "42 words"): straight to the failed-token skip below.
       } else if (digit(c) || ((c == '+' || c == '(') && digit(at(t, i + 1)))) {
         // With the skip on, the byte after a digit's first hex run rules out the formats that
         // need another separator there (MAC ':' or '-', IPv6 ':', SSN '-', IPv4 '.', numeric
         // date '-', '/' or '.'), so "2024-05-14" and "3.2.1" try two or three matchers, not all.
-        const bool filtered = SkipPlainRuns && digit(c);
-        const char sep = filtered ? at(t, hex_run_end(t, i)) : '\0';
+        const char sep = filtered ? at(t, hex_end) : '\0';
         if (on(pii_entity::mac) && (!filtered || sep == ':' || sep == '-')) attempt(pii_entity::mac, match_mac(t, i));
         if (on(pii_entity::ipv6) && (!filtered || sep == ':')) attempt(pii_entity::ipv6, match_ipv6(t, i));
         if (on(pii_entity::ssn) && (!filtered || sep == '-')) attempt(pii_entity::ssn, match_ssn(t, i));
