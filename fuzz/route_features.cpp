@@ -18,9 +18,10 @@ template <class Arch>
 std::array<std::vector<std::uint32_t>, hedge::route::hashed_group_count> trace(std::string_view text,
                                                                                 hedge::route::feature_summary& summary) {
   std::array<std::vector<std::uint32_t>, hedge::route::hashed_group_count> out;
+  // The hash keys of a seed taken from the text's length: the default keys and others.
   summary = features::extract(
       text, [&](hedge::route::hashed_group g, std::uint32_t b) noexcept { out[static_cast<std::size_t>(g)].push_back(b); },
-      Arch{});
+      hedge::route::feature_hash_keys::of_seed(text.size() % 4), Arch{});
   return out;
 }
 }  // namespace

@@ -22,19 +22,20 @@ using namespace hedge::route;
 /// summary, for one instruction set.
 template <class Arch, std::size_t Buckets>
 std::array<std::vector<std::uint32_t>, hashed_group_count> trace_features(std::string_view text,
-                                                                          feature_summary& summary) {
+                                                                          feature_summary& summary,
+                                                                          const feature_hash_keys& keys = {}) {
   std::array<std::vector<std::uint32_t>, hashed_group_count> trace;
   summary = complexity_features<Buckets>::extract(
-      text, [&](hashed_group g, std::uint32_t b) noexcept { trace[static_cast<std::size_t>(g)].push_back(b); },
+      text, [&](hashed_group g, std::uint32_t b) noexcept { trace[static_cast<std::size_t>(g)].push_back(b); }, keys,
       Arch{});
   return trace;
 }
 
 template <std::size_t Buckets>
-void expect_same_features(std::string_view text) {
+void expect_same_features(std::string_view text, const feature_hash_keys& keys = {}) {
   feature_summary scalar{}, native{};
-  const auto expected = trace_features<hedge::arch::scalar, Buckets>(text, scalar);
-  const auto got = trace_features<hedge::arch::native, Buckets>(text, native);
+  const auto expected = trace_features<hedge::arch::scalar, Buckets>(text, scalar, keys);
+  const auto got = trace_features<hedge::arch::native, Buckets>(text, native, keys);
   ASSERT_EQ(got, expected) << text;
   EXPECT_EQ(native.occurrences, scalar.occurrences) << text;
   EXPECT_EQ(native.dense, scalar.dense) << text;  // bit-identical floats
@@ -57,13 +58,58 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
     std::string text;
     const auto size = rng.below(300);
     while (text.size() < size) text += pieces[rng.below(std::size(pieces))];
-    expect_same_features<16384>(text);
-    expect_same_features<4>(text);
+    const auto keys = feature_hash_keys::of_seed(static_cast<std::uint64_t>(k % 3));
+    expect_same_features<16384>(text, keys);
+    expect_same_features<4>(text, keys);
     // Bit-identical scores (integer sums of the hashed weights).
+    model->hash_seed = static_cast<std::uint64_t>(k % 3);
     EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{})) << text;
   }
   for (int b = 0; b < 256; ++b) expect_same_features<256>(std::string(70, static_cast<char>(b)));
   expect_same_features<16384>(std::string(1000, ' ') + "end");
+}
+
+// A word of every length up to 140 bytes at every offset of two 32-byte blocks, before
+// another word, after one or at the text's start: words inside a unit, carried into the
+// next one (also over a whole unit), ending at the unit's last byte, and in the scalar tail.
+TEST(ComplexityFeatures, WordsOfEveryLengthAtEveryOffset) {
+  hedge::verify::seeded_random rng{17};
+  static constexpr char word_bytes[] = "abcXYZ0189\x80\xc3\xe9\xff";
+  for (std::size_t length = 1; length <= 140; ++length) {
+    for (std::size_t offset = 0; offset < 70; ++offset) {
+      std::string text(offset, ' ');
+      if (offset > 3) text.replace(0, 3, "An ");
+      for (std::size_t k = 0; k < length; ++k) text += word_bytes[rng.below(sizeof word_bytes - 1)];
+      text += rng.below(2) == 0 ? " and more words follow here, past the next block." : ".";
+      expect_same_features<4096>(text, feature_hash_keys::of_seed(length % 2));
+    }
+  }
+}
+
+// Seeds draw other multipliers (odd, so multiply-shift hashing stays universal) and so other
+// buckets; seed 0 is the default keys. A model scores with the keys of its hash_seed.
+TEST(ComplexityFeatures, HashSeedsDrawOtherBuckets) {
+  EXPECT_EQ(feature_hash_keys::of_seed(0).word, feature_hash_keys{}.word);
+  EXPECT_EQ(feature_hash_keys::of_seed(0).gram, feature_hash_keys{}.gram);
+  for (std::uint64_t seed = 1; seed < 100; ++seed) {
+    const auto keys = feature_hash_keys::of_seed(seed);
+    EXPECT_EQ(keys.word & keys.bigram & keys.gram & 1u, 1u);
+    EXPECT_NE(keys.word, feature_hash_keys::of_seed(seed + 1).word);
+  }
+  const std::string text = "Which of the following statements about photosynthesis is correct? A. It releases CO2.";
+  feature_summary a{}, b{};
+  const auto seed0 = trace_features<hedge::arch::native, 4096>(text, a);
+  const auto seed1 = trace_features<hedge::arch::native, 4096>(text, b, feature_hash_keys::of_seed(1));
+  for (std::size_t g = 0; g < hashed_group_count; ++g) {
+    EXPECT_EQ(seed0[g].size(), seed1[g].size());
+    EXPECT_NE(seed0[g], seed1[g]);
+  }
+  EXPECT_EQ(a.dense, b.dense);
+  auto model = std::make_unique<complexity_model<4096>>();
+  for (std::size_t k = 0; k < 4096; ++k) model->hashed[0][k] = static_cast<std::int16_t>(k % 97);
+  const float z0 = model->logit(text);
+  model->hash_seed = 1;
+  EXPECT_NE(model->logit(text), z0);
 }
 
 // Above 2^19 bytes the vector char sums are flushed every 65536 batches: same score.
@@ -114,6 +160,7 @@ TEST(ComplexityModel, WeightsFileRoundTrip) {
   model->hashed[0][7] = 1;
   model->hashed[0][8] = -32767;
   model->hashed[1][255] = 32767;
+  model->hash_seed = 0xfedcba9876543210u;
   const std::string path = ::testing::TempDir() + "hedge_weights_roundtrip.txt";
   ASSERT_TRUE(write_complexity_weights(*model, path, "test").ok());
   auto text = read_text_file(path);
@@ -124,6 +171,7 @@ TEST(ComplexityModel, WeightsFileRoundTrip) {
   EXPECT_EQ(loaded->dense, model->dense);
   EXPECT_EQ(loaded->scale, model->scale);
   EXPECT_EQ(loaded->hashed, model->hashed);
+  EXPECT_EQ(loaded->hash_seed, model->hash_seed);
   const std::string prompt = "Which of these is a prime number? A. 9 B. 15 C. 17";
   EXPECT_EQ(loaded->logit(prompt), model->logit(prompt));
   std::remove(path.c_str());
@@ -135,23 +183,25 @@ TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
   EXPECT_EQ(code(""), hedge::errc::parse_error);
   EXPECT_EQ(code("hello 2\n"), hedge::errc::parse_error);
   EXPECT_EQ(code("hedge-complexity 1\n"), hedge::errc::unsupported);  // float weights, rotate-xor word hash
-  EXPECT_EQ(code("hedge-complexity 3\n"), hedge::errc::unsupported);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 32\n"), hedge::errc::shape_mismatch);
-  EXPECT_EQ(code("hedge-complexity 2\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
-  EXPECT_EQ(code("hedge-complexity 2\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 2\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
-  const auto e = parse_complexity_weights("hedge-complexity 2\nbuckets 16\n# ok\nchars x 1\n", m).error();
+  EXPECT_EQ(code("hedge-complexity 2\n"), hedge::errc::unsupported);  // words hashed in 8-byte chunks
+  EXPECT_EQ(code("hedge-complexity 4\n"), hedge::errc::unsupported);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 32\n"), hedge::errc::shape_mismatch);
+  EXPECT_EQ(code("hedge-complexity 3\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
+  EXPECT_EQ(code("hedge-complexity 3\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
+  const auto e = parse_complexity_weights("hedge-complexity 3\nbuckets 16\n# ok\nchars x 1\n", m).error();
   EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
-  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 2\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
+  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 3\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
   EXPECT_EQ(m.hashed[1][3], -7);
   EXPECT_FLOAT_EQ(m.scale[1], 1e-3f);
   EXPECT_FLOAT_EQ(m.scale[0], 1.0f);

@@ -4,7 +4,7 @@
 // it on a deployment's own traffic).
 //
 //   hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X]
-//                     [--l2 X] [--label weak_wrong|strong_better] FILES...
+//                     [--l2 X] [--label weak_wrong|strong_better] [--hash-seed S] FILES...
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
       if (!detail::parse_number(argv[++i], opt.fit.learning_rate)) return bad(a);
     } else if (a == "--l2" && value) {
       if (!detail::parse_number(argv[++i], opt.fit.l2)) return bad(a);
+    } else if (a == "--hash-seed" && value) {
+      if (!detail::parse_number(argv[++i], opt.hash_seed)) return bad(a);
     } else if (a == "--label" && value) {
       const std::string_view v = argv[++i];
       if (v == "weak_wrong") opt.target = training_target::weak_wrong;
@@ -50,14 +52,14 @@ int main(int argc, char** argv) {
   }
   if (out.empty() || files.empty())
     return std::fprintf(stderr, "usage: hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] "
-                                "[--learning-rate X] [--l2 X] [--label weak_wrong|strong_better] FILES...\n"), 2;
+                                "[--learning-rate X] [--l2 X] [--label weak_wrong|strong_better] [--hash-seed S] FILES...\n"), 2;
   std::vector<labelled_domain> domains;
   std::size_t rows = 0;
   for (const auto& f : files) {
     auto loaded = load_labelled_csv(f);
     if (!loaded) return std::fprintf(stderr, "hedge-route-train: %s\n", loaded.error().c_str()), 1;
     domains.push_back({f, std::move(*loaded), {}});
-    compute_features<buckets>(domains.back());
+    compute_features<buckets>(domains.back(), opt.hash_seed);
     rows += domains.back().rows.size();
   }
   std::vector<const labelled_domain*> train;

@@ -3,7 +3,8 @@
 // Two passes over the bytes (characters, then words), no allocation, no stored token list.
 // The AVX2 path does both in one pass over 32-byte blocks (classification by compares and
 // nibble tables, 8 gram hashes per multiply from in-register windows, words from the bit
-// masks of two blocks at a time, hashed 8 bytes per multiply) and reports the same buckets
+// masks of two blocks at a time, each hashed with one load, one mask and one multiply) and
+// reports the same buckets
 // in the same order as the scalar passes, its specification:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
@@ -60,6 +61,32 @@ inline constexpr std::array<std::string_view, dense_feature_count> dense_feature
 enum class hashed_group : std::uint8_t { words, chars };
 inline constexpr std::size_t hashed_group_count = 2;
 
+/// The multipliers of the three feature hashes. Multiply-shift hashing (Dietzfelbinger et
+/// al. 1997): with an odd multiplier drawn at random, the top bits of the product are a
+/// universal hash of the key, so a seed draws a new, equally good set of buckets. Which
+/// features share a bucket changes with the seed, and with it the trained model's quality:
+/// on MMLU leave-domain-out, APGR moves by about 0.02 between seeds, so an evaluation
+/// reports the mean over several (hedge-route-eval --hash-seeds). Seed 0 is the Fibonacci
+/// constants (2^64 / phi, 2^32 / phi; Knuth TAOCP 6.4) and a MurmurHash3 finaliser constant.
+struct feature_hash_keys {
+  std::uint64_t word = 0x9e3779b97f4a7c15u;
+  std::uint64_t bigram = 0xc2b2ae3d27d4eb4fu;
+  std::uint32_t gram = 0x9e3779b1u;
+
+  [[nodiscard]] static constexpr feature_hash_keys of_seed(std::uint64_t seed) noexcept {
+    if (seed == 0) return {};
+    // SplitMix64 (Steele et al. 2014) outputs, made odd.
+    const auto next = [&seed] {
+      std::uint64_t z = (seed += 0x9e3779b97f4a7c15u);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+      return (z ^ (z >> 31)) | 1u;
+    };
+    const std::uint64_t word = next(), bigram = next();
+    return {word, bigram, static_cast<std::uint32_t>(next() >> 32) | 1u};
+  }
+};
+
 /// What extraction produces besides the hashed features it reported.
 struct feature_summary {
   std::array<float, dense_feature_count> dense{};
@@ -74,19 +101,21 @@ struct feature_summary {
 };
 
 namespace detail {
-/// Word hashing: the folded bytes of a word, as little-endian 8-byte chunks (the last one
-/// zero-padded; word bytes are never 0, so the padding is unambiguous), each folded in with
-/// one multiply by 2^64 / phi (Fibonacci hashing, Knuth TAOCP 6.4). A vector pass loads a
-/// chunk with one load and a mask, so most words (8 bytes or fewer) cost one multiply.
-/// Buckets are the top bits of a product, the well-mixed ones (its low bits depend only on
-/// the low bits of the factors).
-inline constexpr std::uint64_t golden64 = 0x9e3779b97f4a7c15u;
-constexpr std::uint64_t fold_word_chunk(std::uint64_t hash, std::uint64_t chunk) noexcept {
-  return (hash ^ chunk) * golden64;
+/// Word hashing: the first 8 folded bytes of a word as a little-endian integer (zero-padded:
+/// word bytes are never 0, so the padding is unambiguous), with the length (mod 256) xor-ed
+/// into the top byte, times the word multiplier (feature_hash_keys). A word longer
+/// than 8 bytes is known by its first 8 bytes and its length: every word then costs one
+/// load, one mask and one multiply, with no branch on its length, which on varied text the
+/// branch predictor missed for about one word in ten ("international" and "internally"
+/// still differ; words sharing 8 leading bytes and a length share a feature). Buckets are
+/// the top bits of the product, the well-mixed ones (its low bits depend only on the low
+/// bits of the factors).
+constexpr std::uint64_t word_hash(std::uint64_t first8, std::uint32_t length, std::uint64_t key) noexcept {
+  return (first8 ^ (std::uint64_t{length} << 56)) * key;
 }
 /// Bigram of two word hashes; the rotation makes it order-dependent ("a b" != "b a").
-constexpr std::uint64_t bigram_hash(std::uint64_t previous, std::uint64_t hash) noexcept {
-  return (((previous << 29) | (previous >> 35)) ^ hash) * 0xc2b2ae3d27d4eb4fu;
+constexpr std::uint64_t bigram_hash(std::uint64_t previous, std::uint64_t hash, std::uint64_t key) noexcept {
+  return (((previous << 29) | (previous >> 35)) ^ hash) * key;
 }
 
 /// Per-byte class, one table load per byte instead of a chain of comparisons:
@@ -120,14 +149,14 @@ inline constexpr std::array<std::uint16_t, 256> byte_classes = make_byte_classes
 
 /// Scan state, carried from the vector blocks into the scalar tail.
 struct scan_state {
+  feature_hash_keys keys;
   std::array<std::uint32_t, category_count> counts{};
   std::uint32_t gram = 0;      ///< last four folded bytes, the latest in the low byte
   std::uint32_t gram_len = 0;  ///< bytes so far
   // Words: maximal runs of letters, digits and non-ASCII bytes.
   std::uint32_t words = 0, word_bytes = 0, numbers = 0;
   std::uint64_t prev_word = 0;
-  std::uint64_t hash = 0;     ///< of the whole chunks of the word in progress
-  std::uint64_t pending = 0;  ///< its last length % 8 bytes, little-endian
+  std::uint64_t first8 = 0;   ///< first 8 bytes of the word in progress, little-endian
   std::uint32_t length = 0;   ///< bytes of the word in progress (0: between words)
   std::uint16_t seen = 0;     ///< class bits of the word in progress
 };
@@ -137,7 +166,8 @@ struct scan_state {
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void report_word(scan_state& st, std::uint64_t h, Visitor& visit) noexcept {
   visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
-  if (st.words > 0) visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
+  if (st.words > 0)
+    visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h, st.keys.bigram) >> (64 - BucketBits)));
   st.prev_word = h;
   ++st.words;
 }
@@ -145,23 +175,18 @@ HEDGE_ALWAYS_INLINE void report_word(scan_state& st, std::uint64_t h, Visitor& v
 /// Reports the word in progress and starts a new one.
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void finish_word(scan_state& st, Visitor& visit) noexcept {
-  const std::uint64_t h = (st.length & 7u) != 0 ? fold_word_chunk(st.hash, st.pending) : st.hash;
-  report_word<BucketBits>(st, h, visit);
+  report_word<BucketBits>(st, word_hash(st.first8, st.length, st.keys.word), visit);
   st.numbers += (st.seen & non_digit_bit) == 0 ? 1 : 0;
-  st.hash = 0;
-  st.pending = 0;
+  st.first8 = 0;
   st.length = 0;
   st.seen = 0;
 }
 
 /// Adds a word byte of class `cls` to the word in progress.
 HEDGE_ALWAYS_INLINE void add_word_byte(scan_state& st, std::uint16_t cls) noexcept {
-  st.pending |= std::uint64_t{static_cast<std::uint32_t>(cls >> 8u)} << (8u * (st.length & 7u));
+  if (st.length < 8) st.first8 |= std::uint64_t{static_cast<std::uint32_t>(cls >> 8u)} << (8u * st.length);
   st.seen = static_cast<std::uint16_t>(st.seen | cls);
-  if ((++st.length & 7u) == 0) {
-    st.hash = fold_word_chunk(st.hash, st.pending);
-    st.pending = 0;
-  }
+  ++st.length;
 }
 
 /// Scalar word pass over bytes [begin, end) (the specification); a word may continue
@@ -186,6 +211,7 @@ template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
                                          scan_state& st, Visitor& visit) noexcept {
   std::uint32_t gram = st.gram, gram_len = st.gram_len;
+  const std::uint32_t key = st.keys.gram;
   for (std::size_t chunk = begin; chunk < end; chunk += 255) {
     const std::size_t chunk_end = end - chunk < 255 ? end : chunk + 255;
     std::uint64_t lanes = 0;
@@ -193,8 +219,8 @@ HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t
       const std::uint16_t cls = byte_classes[bytes[k]];
       lanes += std::uint64_t{1} << (8u * (cls & 7u));
       gram = (gram << 8) | static_cast<std::uint32_t>(cls >> 8);
-      // Fibonacci hashing (Knuth): one multiply per byte.
-      if (++gram_len >= 4) visit(hashed_group::chars, (gram * 0x9e3779b1u) >> (32 - BucketBits));
+      // Multiply-shift hashing: one multiply per byte.
+      if (++gram_len >= 4) visit(hashed_group::chars, (gram * key) >> (32 - BucketBits));
     }
     for (std::size_t c = 0; c < category_count; ++c) st.counts[c] += (lanes >> (8 * c)) & 0xffu;
   }
@@ -259,29 +285,18 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 #endif
 }
 
-/// Hash of the word at text bytes [begin, begin + length) (word bytes only), 8 bytes per
-/// step, the same value the scalar word pass builds byte by byte; reads nothing at or past
-/// `size`. For a word carried into a unit that is longer than 8 bytes (the others are
-/// hashed from the folded bytes of their units).
+/// Hash of the word of `length` bytes at text byte `begin`, the same value the scalar word
+/// pass builds byte by byte; needs 8 readable bytes at `begin`. For a word carried into a
+/// unit: read from the text, not from the folded blocks, so the load never spans the
+/// stores of two units (the store buffer could not forward it).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
-                                               std::size_t size) noexcept {
-  std::uint64_t h = 0;
-  for (;;) {
-    const std::uint32_t take = length < 8 ? length : 8;
-    std::uint64_t chunk = 0;
-    if (begin + 8 <= size) {
-      std::memcpy(&chunk, bytes + begin, sizeof chunk);  // little-endian, as the scalar pass builds it
-    } else {
-      for (std::uint32_t k = 0; k < take; ++k) chunk |= std::uint64_t{bytes[begin + k]} << (8 * k);
-    }
-    // Lower case: a word byte below 0x80 is a letter or a digit, and setting its bit 5
-    // folds upper to lower case and keeps digits; bytes from 0x80 stay as they are.
-    chunk |= (~chunk & 0x8080808080808080u) >> 2;
-    h = fold_word_chunk(h, low_bytes(chunk, take));
-    if (length <= 8) return h;
-    begin += 8;
-    length -= 8;
-  }
+                                               std::uint64_t key) noexcept {
+  std::uint64_t chunk;
+  std::memcpy(&chunk, bytes + begin, sizeof chunk);  // little-endian, as the scalar pass builds it
+  // Lower case: a word byte below 0x80 is a letter or a digit, and setting its bit 5 folds
+  // upper to lower case and keeps digits; bytes from 0x80 stay as they are.
+  chunk |= (~chunk & 0x8080808080808080u) >> 2;
+  return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, key);
 }
 
 /// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
@@ -305,11 +320,11 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
                                              _mm256_setr_epi32(3, 4, 5, 6, 3, 4, 5, 6), _mm256_setr_epi32(5, 6, 7, 7, 5, 6, 7, 7)};
   // Constants the compiler must not see: for want of registers, GCC otherwise rebuilds
   // them in every block (a move and a broadcast each) instead of keeping or reloading them.
-  const __m256i fibonacci = opaque(_mm256_set1_epi32(static_cast<int>(0x9e3779b1u)));
+  const __m256i gram_key = opaque(_mm256_set1_epi32(static_cast<int>(st.keys.gram)));
+  const std::uint64_t word_key = st.keys.word, bigram_key = st.keys.bigram;
   const __m256i spaces = opaque(_mm256_set1_epi8(' ')), last_dword = opaque(_mm256_set1_epi32(7));
-  // The previous unit's last folded block (for the last 8 bytes of a word carried into the
-  // unit), the unit's two blocks, and 8 more so that a word chunk is always one 8-byte load.
-  alignas(32) std::array<unsigned char, 104> folded_bytes{};
+  // The unit's two folded blocks, and 8 more bytes so that a word's first 8 are one load.
+  alignas(32) std::array<unsigned char, 72> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
   __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
   std::uint32_t carried = 0;  ///< bytes of the word in progress before the unit (0: none)
@@ -340,7 +355,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // (' ' is also the case bit; a byte is at most ' ' when it equals its maximum with ' '.)
     const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, spaces));
     const __m256i folded = _mm256_blendv_epi8(lowered, spaces, _mm256_cmpeq_epi8(_mm256_max_epu8(v, spaces), spaces));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32 + 32 * second), folded);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32 * second), folded);
     const std::uint32_t block_word_bits = bits(word);
     st.word_bytes += popcount(block_word_bits);
     unit_word_bits |= std::uint64_t{block_word_bits} << (32 * second);
@@ -366,25 +381,12 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // the unit: a word continuing into the next unit is counted when its end is known).
       const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
       st.numbers += popcount64(past_digits & ~word_bits & in_unit);
-      // The hash of the word of `length` folded bytes at `at` (in folded_bytes), 8 bytes per
-      // load and multiply; a chunk starts at byte 94 at the latest, so the 8 padding bytes
-      // cover it. Most words take one chunk; their path starts from the hash 0 as a
-      // constant (no xor with a hash joined from the long-word loop).
-      const auto folded_word = [](const unsigned char* at, unsigned length) noexcept {
+      // The hash of the word of `length` folded bytes at `at` (in folded_bytes); a word starts
+      // at byte 63 at the latest, so the 8 padding bytes cover its load.
+      const auto folded_word = [word_key](const unsigned char* at, unsigned length) noexcept {
         std::uint64_t chunk;
-        if (length > 8) [[unlikely]] {
-          std::uint64_t h = 0;
-          do {
-            std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
-            h = fold_word_chunk(h, chunk);
-            at += 8;
-            length -= 8;
-          } while (length > 8);
-          std::memcpy(&chunk, at, sizeof chunk);
-          return fold_word_chunk(h, low_bytes(chunk, length));
-        }
-        std::memcpy(&chunk, at, sizeof chunk);
-        return fold_word_chunk(0, low_bytes(chunk, length));
+        std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
+        return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, word_key);
       };
       const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
       const std::size_t unit_begin = i - 32 * second;
@@ -396,24 +398,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
           carried += width;
         } else {
           if (run != 0) ends &= ends - 1;
-          const std::uint32_t length = carried + run;
-          // Not from folded_bytes at 32 - carried: that load would span the stores of both
-          // units, which the store buffer cannot forward (a stall of about 8 % of the scan
-          // on Zen 3). A word of up to 8 bytes is joined from the previous unit's last 8
-          // folded bytes and this unit's first 8 (each load inside one store), a longer one
-          // is hashed from the text.
-          std::uint64_t h;
-          if (length <= 8) {
-            std::uint64_t tail, head;
-            std::memcpy(&tail, folded_bytes.data() + 24, sizeof tail);
-            std::memcpy(&head, folded_bytes.data() + 32, sizeof head);
-            std::uint64_t chunk = tail >> (64 - 8 * carried);
-            if (run != 0) chunk |= head << (8 * carried);  // carried < 8: length <= 8, run >= 1
-            h = fold_word_chunk(0, low_bytes(chunk, length));
-          } else {
-            h = hash_word_at(bytes, unit_begin + run - length, length, size);
-          }
-          report_word<BucketBits>(st, h, visit);
+          report_word<BucketBits>(st, hash_word_at(bytes, unit_begin - carried, carried + run, word_key), visit);
           st.numbers += carried_non_digit ? 0 : 1;
           carried = 0;
           carried_non_digit = false;
@@ -423,7 +408,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // unit's end (carried on after the loop).
       std::uint64_t starts = starts_here;
       if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-        report_word<BucketBits>(st, folded_word(folded_bytes.data() + 32 + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
+        report_word<BucketBits>(st, folded_word(folded_bytes.data() + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
         ends &= ends - 1;
         starts &= starts - 1;
       }
@@ -431,12 +416,12 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
       // ending here ends before the unit's last bit) give each length with one subtraction.
       st.words += popcount64(ends);
-      const unsigned char* const unit = folded_bytes.data() + 32;
+      const unsigned char* const unit = folded_bytes.data();
       for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
         const unsigned start = ctz(starts);
         const std::uint64_t h = folded_word(unit + start, ctz(past_ends) - start);
         visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
-        visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h) >> (64 - BucketBits)));
+        visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h, bigram_key) >> (64 - BucketBits)));
         st.prev_word = h;
       }
       if (starts != 0) {
@@ -445,8 +430,6 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
         carried_non_digit = (non_digit_bits >> start) != 0;
       }
       unit_word_bits = unit_digit_bits = 0;
-      // The unit's last block, for the next unit's carried word.
-      _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data()), folded);
     }
 
     // 4-grams: 8 per multiply, in text order.
@@ -454,7 +437,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       __m256i window = _mm256_permutevar8x32_epi32(folded, window_dwords[g]);
       if (g == 0) window = _mm256_blend_epi32(window, previous_dword, 0x11);
       const __m256i grams = _mm256_shuffle_epi8(window, gram_pattern);
-      const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, fibonacci), static_cast<int>(32 - BucketBits));
+      const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, gram_key), static_cast<int>(32 - BucketBits));
       _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
       if (g != 0 || st.gram_len >= 3) {  // one test per block: batches 1-3 are always whole
         if constexpr (requires { visit(hashed_group::chars, buckets.data(), std::size_t{8}); }) {
@@ -503,14 +486,18 @@ class complexity_features {
   ///   `buckets` is 32-byte aligned and 8 entries are readable)
   /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
   ///   every tag reports the same features in the same order)
+  /// \param keys the hash multipliers (feature_hash_keys::of_seed; a model scores with the
+  ///   keys it was trained with)
   template <class Visitor, class Arch = arch::native>
-  HEDGE_ALWAYS_INLINE static feature_summary extract(std::string_view text, Visitor&& visit, Arch = {}) noexcept {
+  HEDGE_ALWAYS_INLINE static feature_summary extract(std::string_view text, Visitor&& visit,
+                                                     const feature_hash_keys& keys = {}, Arch = {}) noexcept {
     feature_summary s;
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
 
     // Character pass (categories, 4-grams), word pass (unigrams, bigrams).
     detail::scan_state st;
+    st.keys = keys;
     detail::scan<bucket_bits>(bytes, size, st, visit, Arch{});
     const auto& counts = st.counts;
     const std::uint32_t gram_len = st.gram_len, words = st.words, word_bytes = st.word_bytes, numbers = st.numbers;

@@ -14,10 +14,13 @@
 //
 // Weights file (text, one record per line, '#' starts a comment line):
 //
-//     hedge-complexity 2            magic and format version (2: the features of
-//                                   complexity_features.hpp since 8-byte word chunks, 4-grams
-//                                   with punctuation; quantised weights)
+//     hedge-complexity 3            magic and format version (3: the features of
+//                                   complexity_features.hpp since words are hashed by their
+//                                   first 8 bytes and length; 4-grams with punctuation;
+//                                   quantised weights)
 //     buckets 4096                  hash buckets; must equal the model's Buckets
+//     hash_seed 0                   the feature hash keys the weights belong to
+//                                   (feature_hash_keys::of_seed); default 0
 //     bias -0.7311
 //     dense log_bytes 0.25          one line per dense feature (names: dense_feature_names);
 //     ...                           missing ones are 0
@@ -49,6 +52,9 @@
 
 namespace hedge::route {
 
+/// Version of the weights file format and of the features its weights belong to.
+inline constexpr std::uint32_t complexity_weights_version = 3;
+
 /// Logistic complexity model.
 /// \tparam Buckets hash buckets per hashed group (a power of two)
 template <std::size_t Buckets = 4096>
@@ -60,6 +66,8 @@ struct complexity_model {
 
   float bias = 0.0f;
   std::array<float, dense_feature_count> dense{};
+  /// Seed of the feature hash keys the weights were trained with (feature_hash_keys::of_seed).
+  std::uint64_t hash_seed = 0;
   /// Value of one step of each group's hashed weights.
   std::array<float, hashed_group_count> scale{1.0f, 1.0f};
   std::array<std::array<hashed_weight, Buckets>, hashed_group_count> hashed{};
@@ -133,7 +141,7 @@ struct complexity_model {
       }
     };
     accumulate acc{*this};
-    const feature_summary s = features::extract(prompt, acc, Arch{});
+    const feature_summary s = features::extract(prompt, acc, feature_hash_keys::of_seed(hash_seed), Arch{});
     acc.flush();
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
@@ -171,6 +179,7 @@ template <std::size_t Buckets>
 result<void> parse_complexity_weights(std::string_view text, complexity_model<Buckets>& model) noexcept {
   model.bias = 0.0f;
   model.dense.fill(0.0f);
+  model.hash_seed = 0;
   model.scale.fill(1.0f);
   for (auto& g : model.hashed) g.fill(0);
   bool seen_magic = false, seen_buckets = false;
@@ -188,9 +197,11 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
     };
     if (!seen_magic) {
       std::uint32_t version = 0;
-      if (key != "hedge-complexity") return bad("expected 'hedge-complexity 2' first");
+      if (key != "hedge-complexity") return bad("expected 'hedge-complexity <version>' first");
       if (!detail::parse_number(detail::next_field(line), version)) return bad("bad version");
-      if (version != 2) return error{errc::unsupported} << "complexity weights version " << version << " (this build reads 2)";
+      if (version != complexity_weights_version)
+        return error{errc::unsupported} << "complexity weights version " << version << " (this build reads "
+                                        << complexity_weights_version << ")";
       seen_magic = true;
     } else if (key == "buckets") {
       std::uint64_t n = 0;
@@ -199,6 +210,8 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
         return error{errc::shape_mismatch} << "complexity weights line " << line_no << ": file has " << n
                                            << " buckets, model has " << static_cast<std::uint64_t>(Buckets);
       seen_buckets = true;
+    } else if (key == "hash_seed") {
+      if (!detail::parse_number(detail::next_field(line), model.hash_seed)) return bad("bad hash seed");
     } else if (key == "bias") {
       if (!detail::parse_number(detail::next_field(line), model.bias)) return bad("bad bias value");
     } else if (key == "dense") {

@@ -44,6 +44,9 @@ struct evaluation_options {
   training_target target = training_target::strong_better;
   double target_cloud_fraction = 0.5;  ///< calibration target
   int random_seeds = 10;               ///< random-router baseline runs
+  /// The scorer's feature hash seed (complexity_model::hash_seed); the domains' features
+  /// must have been computed with it (compute_features).
+  std::uint64_t hash_seed = 0;
   /// Calibrate on the held-out block's own prompts (scores only, no labels, as a deployment
   /// does on its unlabelled traffic with hedge-route-calibrate): the threshold comes from
   /// the even rows of the block and the cloud fraction is measured on its odd rows. The
@@ -77,12 +80,12 @@ struct evaluation_report {
   std::vector<scored_outcome> scored;  ///< pooled held-out rows (router score)
 };
 
-/// Features for every row of a domain (call once; folds reuse them).
+/// Features for every row of a domain, hashed with `hash_seed` (call once per seed; folds reuse them).
 template <std::size_t Buckets>
-void compute_features(labelled_domain& d) {
+void compute_features(labelled_domain& d, std::uint64_t hash_seed = 0) {
   d.features.clear();
   d.features.reserve(d.rows.size());
-  for (const auto& r : d.rows) d.features.push_back(sparse_features_of<Buckets>(r.prompt));
+  for (const auto& r : d.rows) d.features.push_back(sparse_features_of<Buckets>(r.prompt, hash_seed));
 }
 
 namespace detail {
@@ -117,6 +120,7 @@ std::unique_ptr<complexity_model<Buckets>> train_on(const std::vector<const labe
       weight.push_back(1.0f);
     }
   auto model = std::make_unique<complexity_model<Buckets>>();
+  model->hash_seed = opt.hash_seed;
   train_complexity_model(x, y, weight, opt.fit, *model);
   return model;
 }

@@ -137,12 +137,17 @@ struct sparse_features {
 
 /// Feature vector of one prompt, duplicates merged, in the layout train_logistic expects.
 /// \tparam Buckets the model's bucket count
+/// \param hash_seed the model's complexity_model::hash_seed
 template <std::size_t Buckets>
-sparse_features sparse_features_of(std::string_view prompt) {
+sparse_features sparse_features_of(std::string_view prompt, std::uint64_t hash_seed = 0) {
   std::vector<std::pair<std::uint32_t, float>> raw;
-  const auto summary = complexity_features<Buckets>::extract(prompt, [&](hashed_group g, std::uint32_t b) noexcept {
-    raw.emplace_back(static_cast<std::uint32_t>(dense_feature_count + static_cast<std::size_t>(g) * Buckets + b), 0.0f);
-  });
+  const auto summary = complexity_features<Buckets>::extract(
+      prompt,
+      [&](hashed_group g, std::uint32_t b) noexcept {
+        raw.emplace_back(static_cast<std::uint32_t>(dense_feature_count + static_cast<std::size_t>(g) * Buckets + b),
+                         0.0f);
+      },
+      feature_hash_keys::of_seed(hash_seed));
   for (auto& [i, v] : raw) {
     const auto g = (i - dense_feature_count) / Buckets;
     v = summary.group_scale(static_cast<hashed_group>(g));
@@ -218,6 +223,7 @@ void quantize_hashed_weights(const float* w, complexity_model<Buckets>& model, h
 }
 
 /// Trains a complexity model on prompts with labels in [0, 1] (1 = send to the cloud).
+/// `x` holds features hashed with model.hash_seed (sparse_features_of(prompt, model.hash_seed)).
 /// \tparam Buckets the model's bucket count
 template <std::size_t Buckets>
 void train_complexity_model(const std::vector<const sparse_features*>& x, const std::vector<float>& label,
@@ -238,9 +244,10 @@ result<void> write_complexity_weights(const complexity_model<Buckets>& model, co
                                       std::string_view comment = {}) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return error{errc::io_error} << "cannot create " << path;
-  std::fprintf(f, "hedge-complexity 2\n");
+  std::fprintf(f, "hedge-complexity %u\n", static_cast<unsigned>(complexity_weights_version));
   if (!comment.empty()) std::fprintf(f, "# %.*s\n", static_cast<int>(comment.size()), comment.data());
-  std::fprintf(f, "buckets %zu\nbias %.9g\n", Buckets, static_cast<double>(model.bias));
+  std::fprintf(f, "buckets %zu\nhash_seed %llu\nbias %.9g\n", Buckets, static_cast<unsigned long long>(model.hash_seed),
+               static_cast<double>(model.bias));
   for (std::size_t k = 0; k < dense_feature_count; ++k)
     std::fprintf(f, "dense %.*s %.9g\n", static_cast<int>(dense_feature_names[k].size()), dense_feature_names[k].data(),
                  static_cast<double>(model.dense[k]));
