@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -121,6 +122,18 @@ TEST(ComplexityFeatures, LongPromptScoresLikeTheScalarPass) {
   std::string text;
   while (text.size() < (std::size_t{1} << 19) + 100000) text += "Solve x^2 = 4? Then Explain, in 3 steps. ";
   EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{}));
+}
+
+// The dense features' inline log(1 + n) against libm: within one float rounding step.
+TEST(ComplexityFeatures, LogOfCountsMatchesLibm) {
+  const auto check = [](std::uint64_t n) {
+    const double expected = std::log1p(static_cast<double>(n));
+    const float got = detail::log1p_count(n);
+    ASSERT_LE(std::abs(got - expected), std::abs(std::nextafter(static_cast<float>(expected), 0.0f) - expected) + 1e-12)
+        << n;
+  };
+  for (std::uint64_t n = 0; n < 100000; ++n) check(n);
+  for (std::uint64_t n = 100000; n < (std::uint64_t{1} << 52); n = n * 3 + 7) check(n);
 }
 
 TEST(ComplexityFeatures, CountsAndDenseValues) {
