@@ -13,6 +13,8 @@
 // two sequences, so pages are not adjacent: their ratio is the paging overhead.
 // "hot" (context 512, contiguous, one layer of 1 MiB f16 that stays in L2/L3) is
 // the kernel's in-cache throughput: the compute bound the cold figures meet.
+// At one thread, `cycles_per_position` is the thread's user cycles per (position, KV
+// head), to set beside attention_decode_ceiling's (decode_ceiling_bench.cpp).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cycles.hpp"
 #include "common/inputs.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/decode.hpp"
@@ -87,6 +90,8 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   auto& pool = hb::pool(threads);
   const hedge::attention_params params{0.0883883f};
   std::size_t layer = 0;
+  const hb::user_cycles cycles;
+  const auto before = cycles.read();
   for (auto _ : state) {
     const auto status = hedge::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
     if (!status) {
@@ -100,6 +105,10 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   const double bytes = static_cast<double>(context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
   hb::set_bandwidth_counters(state, bytes, threads);
   state.counters["layers_cycled"] = static_cast<double>(filled.layers);
+  const auto after = cycles.read();
+  if (threads == 1 && before && after && *after > *before)
+    state.counters["cycles_per_position"] =
+        static_cast<double>(*after - *before) / (static_cast<double>(state.iterations()) * context * kv_heads);
 }
 
 template <class Elem, class Arch>
