@@ -4,11 +4,11 @@
 // The AVX2 path does both in one pass over 32-byte blocks (classification by compares and
 // nibble tables, 8 gram hashes per multiply from in-register windows, words from the bit
 // masks of two blocks at a time, each hashed with one load, one mask and one multiply) and
-// reports the same buckets
-// in the same order as the scalar passes, its specification:
+// reports the same buckets in the same order as the scalar passes, its specification:
 //   hashed features (feature hashing, Weinberger et al. 2009), each reported to a visitor
 //   as (group, bucket):
-//     group words: lower-cased word unigrams and adjacent-word bigrams
+//     group words: lower-cased word unigrams and adjacent-word bigrams (a word by its first
+//                  8 bytes and its length)
 //     group chars: character 4-grams of the folded text (lower case, white space and control
 //                  bytes as ' ', punctuation kept): robust to unseen words, sees notation
 //   dense features (one float each, already scaled to about [0, 1]):
