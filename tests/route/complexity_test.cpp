@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -76,7 +77,11 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
 TEST(ComplexityFeatures, WordsOfEveryLengthAtEveryOffset) {
   hedge::verify::seeded_random rng{17};
   static constexpr char word_bytes[] = "abcXYZ0189\x80\xc3\xe9\xff";
-  for (std::size_t length = 1; length <= 140; ++length) {
+  std::vector<std::size_t> lengths;
+  for (std::size_t length = 1; length <= 140; ++length) lengths.push_back(length);
+  // Lengths whose low byte (the hashed part of a length) wraps.
+  for (std::size_t length : {255, 256, 257, 300, 511, 512, 513}) lengths.push_back(length);
+  for (const std::size_t length : lengths) {
     for (std::size_t offset = 0; offset < 70; ++offset) {
       std::string text(offset, ' ');
       if (offset > 3) text.replace(0, 3, "An ");
@@ -84,6 +89,33 @@ TEST(ComplexityFeatures, WordsOfEveryLengthAtEveryOffset) {
       text += rng.below(2) == 0 ? " and more words follow here, past the next block." : ".";
       expect_same_features<4096>(text, feature_hash_keys::of_seed(length % 2));
     }
+  }
+}
+
+// The hash is the weights file's contract (format 3): pinned here from its definition,
+// (first 8 folded bytes, little-endian, xor length << 56) times the word key, top bits; a
+// bigram (rotl(previous, 29) ^ hash) times the bigram key; a 4-gram (bytes, latest lowest)
+// times the gram key, top bits.
+TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
+  constexpr std::uint64_t word_key = 0x9e3779b97f4a7c15u, bigram_key = 0xc2b2ae3d27d4eb4fu;
+  constexpr std::uint32_t gram_key = 0x9e3779b1u;
+  const auto first8 = [](std::string_view w) {
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < w.size() && k < 8; ++k) v |= std::uint64_t{static_cast<unsigned char>(w[k])} << (8 * k);
+    return v;
+  };
+  const auto word = [&](std::string_view w) { return (first8(w) ^ (std::uint64_t{w.size()} << 56)) * word_key; };
+  const std::uint64_t a = word("photosynthesis"), b = word("is");
+  const std::uint64_t bigram = (((a << 29) | (a >> 35)) ^ b) * bigram_key;
+  const std::vector<std::uint32_t> expected_words{static_cast<std::uint32_t>(a >> 52), static_cast<std::uint32_t>(b >> 52),
+                                                  static_cast<std::uint32_t>(bigram >> 52)};
+  const std::uint32_t gram = ('p' << 24) | ('h' << 16) | ('o' << 8) | 't';
+  feature_summary summary{};
+  for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>("Photosynthesis is", summary),
+                            trace_features<hedge::arch::native, 4096>("Photosynthesis is", summary)}) {
+    EXPECT_EQ(trace[0], expected_words);
+    ASSERT_FALSE(trace[1].empty());
+    EXPECT_EQ(trace[1][0], (gram * gram_key) >> 20);
   }
 }
 
@@ -124,13 +156,15 @@ TEST(ComplexityFeatures, LongPromptScoresLikeTheScalarPass) {
   EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{}));
 }
 
-// The dense features' inline log(1 + n) against libm: within one float rounding step.
+// The dense features' inline log(1 + n) against libm's double log1p: the float nearest the
+// exact value, but where that value lies within 1e-9 (relative) of a rounding midpoint.
 TEST(ComplexityFeatures, LogOfCountsMatchesLibm) {
   const auto check = [](std::uint64_t n) {
     const double expected = std::log1p(static_cast<double>(n));
     const float got = detail::log1p_count(n);
-    ASSERT_LE(std::abs(got - expected), std::abs(std::nextafter(static_cast<float>(expected), 0.0f) - expected) + 1e-12)
-        << n;
+    const double half_ulp =
+        (static_cast<double>(std::nextafter(got, std::numeric_limits<float>::infinity())) - static_cast<double>(got)) / 2.0;
+    ASSERT_LE(std::abs(static_cast<double>(got) - expected), half_ulp + 1e-9 * expected) << n;
   };
   for (std::uint64_t n = 0; n < 100000; ++n) check(n);
   for (std::uint64_t n = 100000; n < (std::uint64_t{1} << 52); n = n * 3 + 7) check(n);
@@ -212,6 +246,11 @@ TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
   EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
   EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
   EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
+  // A file without a hash_seed line means seed 0, also after a file that had one.
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 3\nbuckets 16\nhash_seed 7\n", m).ok());
+  EXPECT_EQ(m.hash_seed, 7u);
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 3\nbuckets 16\n", m).ok());
+  EXPECT_EQ(m.hash_seed, 0u);
   const auto e = parse_complexity_weights("hedge-complexity 3\nbuckets 16\n# ok\nchars x 1\n", m).error();
   EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
   EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 3\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   std::string out;
   std::vector<std::string> files;
   evaluation_options opt;
+  std::uint64_t hash_seed = 0;
   // A value that does not parse whole as a number is an error, not 0 (as std::atof reads "abc").
   const auto bad = [](std::string_view option) {
     return std::fprintf(stderr, "hedge-route-train: bad value for %.*s\n", static_cast<int>(option.size()), option.data()), 2;
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     } else if (a == "--l2" && value) {
       if (!detail::parse_number(argv[++i], opt.fit.l2)) return bad(a);
     } else if (a == "--hash-seed" && value) {
-      if (!detail::parse_number(argv[++i], opt.hash_seed)) return bad(a);
+      if (!detail::parse_number(argv[++i], hash_seed)) return bad(a);
     } else if (a == "--label" && value) {
       const std::string_view v = argv[++i];
       if (v == "weak_wrong") opt.target = training_target::weak_wrong;
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
     auto loaded = load_labelled_csv(f);
     if (!loaded) return std::fprintf(stderr, "hedge-route-train: %s\n", loaded.error().c_str()), 1;
     domains.push_back({f, std::move(*loaded), {}});
-    compute_features<buckets>(domains.back(), opt.hash_seed);
+    compute_features<buckets>(domains.back(), hash_seed);
     rows += domains.back().rows.size();
   }
   std::vector<const labelled_domain*> train;

@@ -66,9 +66,10 @@ inline constexpr std::size_t hashed_group_count = 2;
 /// al. 1997): with an odd multiplier drawn at random, the top bits of the product are a
 /// universal hash of the key, so a seed draws a new, equally good set of buckets. Which
 /// features share a bucket changes with the seed, and with it the trained model's quality:
-/// on MMLU leave-domain-out, APGR moves by about 0.02 between seeds, so an evaluation
-/// reports the mean over several (hedge-route-eval --hash-seeds). Seed 0 is the Fibonacci
-/// constants (2^64 / phi, 2^32 / phi; Knuth TAOCP 6.4) and a MurmurHash3 finaliser constant.
+/// on MMLU leave-domain-out, APGR spans up to 0.02 over five seeds, so an evaluation
+/// reports the mean over several (hedge-route-eval --hash-seeds). Seed 0 is 2^64 / phi
+/// (Fibonacci hashing, Knuth TAOCP 6.4), xxHash64's PRIME64_2 and Knuth's 2654435761, a
+/// prime near 2^32 / phi.
 struct feature_hash_keys {
   std::uint64_t word = 0x9e3779b97f4a7c15u;
   std::uint64_t bigram = 0xc2b2ae3d27d4eb4fu;
@@ -300,18 +301,26 @@ HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noe
 #endif
 }
 
-/// Hash of the word of `length` bytes at text byte `begin`, the same value the scalar word
-/// pass builds byte by byte; needs 8 readable bytes at `begin`. For a word carried into a
-/// unit: read from the text, not from the folded blocks, so the load never spans the
-/// stores of two units (the store buffer could not forward it).
+/// Hash of a word of `length` bytes whose folded bytes start at `folded` (8 readable bytes;
+/// those past the word are masked off), the same value the scalar word pass builds byte by byte.
+HEDGE_ALWAYS_INLINE std::uint64_t hash_folded_word(const unsigned char* folded, std::uint32_t length,
+                                                   std::uint64_t key) noexcept {
+  std::uint64_t chunk;
+  std::memcpy(&chunk, folded, sizeof chunk);  // little-endian, as the scalar pass builds it
+  return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, key);
+}
+
+/// As hash_folded_word, for a word in the text itself (needs 8 readable bytes at `begin`):
+/// for a word carried into a unit, read from the text, not from the folded blocks, so the
+/// load never spans the stores of two units (the store buffer could not forward it).
 HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::size_t begin, std::uint32_t length,
                                                std::uint64_t key) noexcept {
   std::uint64_t chunk;
-  std::memcpy(&chunk, bytes + begin, sizeof chunk);  // little-endian, as the scalar pass builds it
+  std::memcpy(&chunk, bytes + begin, sizeof chunk);
   // Lower case: a word byte below 0x80 is a letter or a digit, and setting its bit 5 folds
   // upper to lower case and keeps digits; bytes from 0x80 stay as they are.
   chunk |= (~chunk & 0x8080808080808080u) >> 2;
-  return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, key);
+  return hash_folded_word(reinterpret_cast<const unsigned char*>(&chunk), length, key);
 }
 
 /// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
@@ -396,13 +405,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // the unit: a word continuing into the next unit is counted when its end is known).
       const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
       st.numbers += popcount64(past_digits & ~word_bits & in_unit);
-      // The hash of the word of `length` folded bytes at `at` (in folded_bytes); a word starts
-      // at byte 63 at the latest, so the 8 padding bytes cover its load.
-      const auto folded_word = [word_key](const unsigned char* at, unsigned length) noexcept {
-        std::uint64_t chunk;
-        std::memcpy(&chunk, at, sizeof chunk);  // little-endian, as the scalar pass builds it
-        return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, word_key);
-      };
+      // Words in the unit are hashed from folded_bytes: one starts at byte 63 at the latest,
+      // so the 8 padding bytes cover its load.
       const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
       const std::size_t unit_begin = i - 32 * second;
       if (carried != 0) {  // the word in progress continues with the unit's leading run
@@ -423,7 +427,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // unit's end (carried on after the loop).
       std::uint64_t starts = starts_here;
       if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-        report_word<BucketBits>(st, folded_word(folded_bytes.data() + ctz(starts), ctz(ends) + 1 - ctz(starts)), visit);
+        report_word<BucketBits>(
+            st, hash_folded_word(folded_bytes.data() + ctz(starts), ctz(ends) + 1 - ctz(starts), word_key), visit);
         ends &= ends - 1;
         starts &= starts - 1;
       }
@@ -434,7 +439,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       const unsigned char* const unit = folded_bytes.data();
       for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
         const unsigned start = ctz(starts);
-        const std::uint64_t h = folded_word(unit + start, ctz(past_ends) - start);
+        const std::uint64_t h = hash_folded_word(unit + start, ctz(past_ends) - start, word_key);
         visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
         visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h, bigram_key) >> (64 - BucketBits)));
         st.prev_word = h;

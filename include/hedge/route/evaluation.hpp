@@ -29,6 +29,7 @@ struct labelled_domain {
   std::string name;
   std::vector<labelled_prompt> rows;
   std::vector<sparse_features> features;
+  std::uint64_t hash_seed = 0;  ///< the feature hash seed `features` were computed with
 };
 
 /// What the scorer is trained to predict.
@@ -44,9 +45,6 @@ struct evaluation_options {
   training_target target = training_target::strong_better;
   double target_cloud_fraction = 0.5;  ///< calibration target
   int random_seeds = 10;               ///< random-router baseline runs
-  /// The scorer's feature hash seed (complexity_model::hash_seed); the domains' features
-  /// must have been computed with it (compute_features).
-  std::uint64_t hash_seed = 0;
   /// Calibrate on the held-out block's own prompts (scores only, no labels, as a deployment
   /// does on its unlabelled traffic with hedge-route-calibrate): the threshold comes from
   /// the even rows of the block and the cloud fraction is measured on its odd rows. The
@@ -80,9 +78,11 @@ struct evaluation_report {
   std::vector<scored_outcome> scored;  ///< pooled held-out rows (router score)
 };
 
-/// Features for every row of a domain, hashed with `hash_seed` (call once per seed; folds reuse them).
+/// Features for every row of a domain, hashed with `hash_seed` (call once per seed; folds
+/// reuse them). A model trained on them scores with the same seed (complexity_model::hash_seed).
 template <std::size_t Buckets>
 void compute_features(labelled_domain& d, std::uint64_t hash_seed = 0) {
+  d.hash_seed = hash_seed;
   d.features.clear();
   d.features.reserve(d.rows.size());
   for (const auto& r : d.rows) d.features.push_back(sparse_features_of<Buckets>(r.prompt, hash_seed));
@@ -108,6 +108,17 @@ double logit_of(const complexity_model<Buckets>& model, const sparse_features& f
   return z;
 }
 
+/// All domains' features were hashed with one seed: a model trained on some and scored on
+/// others (or deployed) would otherwise look its features up in the wrong buckets.
+inline result<void> check_hash_seeds(const std::vector<const labelled_domain*>& domains) {
+  for (const auto* d : domains)
+    if (d->hash_seed != domains.front()->hash_seed)
+      return error{errc::invalid_argument} << "features of " << d->name << " were hashed with seed " << d->hash_seed
+                                           << ", those of " << domains.front()->name << " with seed "
+                                           << domains.front()->hash_seed;
+  return ok();
+}
+
 template <std::size_t Buckets>
 std::unique_ptr<complexity_model<Buckets>> train_on(const std::vector<const labelled_domain*>& train,
                                                     const evaluation_options& opt) {
@@ -120,7 +131,7 @@ std::unique_ptr<complexity_model<Buckets>> train_on(const std::vector<const labe
       weight.push_back(1.0f);
     }
   auto model = std::make_unique<complexity_model<Buckets>>();
-  model->hash_seed = opt.hash_seed;
+  model->hash_seed = train.empty() ? 0 : train.front()->hash_seed;  // one seed: check_hash_seeds
   train_complexity_model(x, y, weight, opt.fit, *model);
   return model;
 }
@@ -205,6 +216,9 @@ template <std::size_t Buckets>
 result<evaluation_report> evaluate_split(const std::vector<const labelled_domain*>& train,
                                          const std::vector<const labelled_domain*>& test,
                                          const evaluation_options& opt) {
+  std::vector<const labelled_domain*> all = train;
+  all.insert(all.end(), test.begin(), test.end());
+  HEDGE_TRY(detail::check_hash_seeds(all));
   evaluation_report report;
   HEDGE_TRY(detail::run_fold<Buckets>(train, test, opt, report, "test"));
   HEDGE_TRY(detail::finish(report, opt));
@@ -216,6 +230,9 @@ template <std::size_t Buckets>
 result<evaluation_report> evaluate_leave_domain_out(const std::vector<labelled_domain>& domains,
                                                     const evaluation_options& opt) {
   if (domains.size() < 2) return error{errc::invalid_argument} << "leave-domain-out needs at least 2 domains";
+  std::vector<const labelled_domain*> all;
+  for (const auto& d : domains) all.push_back(&d);
+  HEDGE_TRY(detail::check_hash_seeds(all));
   evaluation_report report;
   for (std::size_t held = 0; held < domains.size(); ++held) {
     std::vector<const labelled_domain*> train, test{&domains[held]};
