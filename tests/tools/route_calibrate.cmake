@@ -1,7 +1,7 @@
 # hedge-route-calibrate end to end: train on some MMLU domains, re-calibrate on the prompts
 # of others (their outcome columns ignored), and check the quantile rule lands on the
 # target there; bad input is an error with a message, not a crash.
-# cmake -DTRAIN= -DCALIBRATE= -DDATA=<shared>/routing/mmlu -DBINARY= -P route_calibrate.cmake
+# cmake -DTRAIN= -DCALIBRATE= -DEVAL= -DDATA=<shared>/routing/mmlu -DBINARY= -P route_calibrate.cmake
 if(NOT EXISTS ${DATA}/mmlu_anatomy.csv)
   message(STATUS "SKIP: ${DATA} is absent")
   return()
@@ -74,4 +74,11 @@ execute_process(COMMAND ${TRAIN} --out ${BINARY}/unused.txt --hash-seed -1 ${DAT
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "bad value for --hash-seed")
   message(FATAL_ERROR "a malformed hash seed must be a usage error (${rc}): ${err}")
+endif()
+# hedge-route-eval refuses to write its curve CSV into the directory it evaluates (the next
+# run would read it as a domain), before it loads anything.
+execute_process(COMMAND ${EVAL} --leave-domain-out ${DATA} --csv ${DATA}/route_eval.csv --svg ${BINARY}/eval.svg
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "would write into the --leave-domain-out directory" OR EXISTS ${DATA}/route_eval.csv)
+  message(FATAL_ERROR "hedge-route-eval must refuse a --csv inside the evaluated directory (${rc}): ${err}")
 endif()

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "hedge/route/evaluation.hpp"
@@ -180,6 +181,12 @@ int main(int argc, char** argv) {
     }
   }
   if (dir.empty() && (train_files.empty() || test_files.empty())) return usage("give --train and --test, or --leave-domain-out");
+  // The curve CSV must not land in the directory being evaluated: the next leave-domain-out
+  // run would read it as a domain and fail on its columns (the default path is the current
+  // directory, so running the tool inside a data directory did exactly that).
+  if (std::error_code ec; !dir.empty() && std::filesystem::equivalent(
+                                              std::filesystem::absolute(csv_path).parent_path(), dir, ec))
+    return usage("--csv would write into the --leave-domain-out directory; give another path");
 
   // Leave-domain-out: every domain in `train`.
   std::vector<labelled_domain> train, test;
