@@ -91,7 +91,6 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   const hedge::attention_params params{0.0883883f};
   std::size_t layer = 0;
   const hb::user_cycles cycles;
-  const auto before = cycles.read();
   for (auto _ : state) {
     const auto status = hedge::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
     if (!status) {
@@ -102,13 +101,11 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
+  const auto cycles_per_position = cycles.per(static_cast<double>(state.iterations()) * context * kv_heads);
   const double bytes = static_cast<double>(context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
   hb::set_bandwidth_counters(state, bytes, threads);
   state.counters["layers_cycled"] = static_cast<double>(filled.layers);
-  const auto after = cycles.read();
-  if (threads == 1 && before && after && *after > *before)
-    state.counters["cycles_per_position"] =
-        static_cast<double>(*after - *before) / (static_cast<double>(state.iterations()) * context * kv_heads);
+  if (threads == 1 && cycles_per_position) state.counters["cycles_per_position"] = *cycles_per_position;
 }
 
 template <class Elem, class Arch>

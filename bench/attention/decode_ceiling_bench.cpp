@@ -97,21 +97,18 @@ void ceiling_benchmark(benchmark::State& state, std::size_t threads) {
   for (std::size_t t = 0; t < threads; ++t) tiles.push_back(std::make_unique<ceiling_tile<Elem>>(t));
   auto& pool = hb::pool(threads);
   const hb::user_cycles cycles;
-  const auto before = cycles.read();
   for (auto _ : state) {
     pool.parallel_for(threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t t = begin; t < end; ++t)
         for (std::size_t p = 0; p < passes; ++p) tiles[t]->pass();
     });
   }
-  const double tile_bytes = static_cast<double>(positions * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
-  hb::set_bandwidth_counters(state, tile_bytes * passes * static_cast<double>(threads), threads);
   // The calling thread runs one tile per iteration (parallel_for gives each thread one) and
   // then waits, spinning, for the others: with several threads this is the slowest one's.
-  const auto after = cycles.read();
-  if (before && after && *after > *before)
-    state.counters["cycles_per_position"] =
-        static_cast<double>(*after - *before) / (static_cast<double>(state.iterations()) * passes * positions);
+  if (const auto per_position = cycles.per(static_cast<double>(state.iterations()) * passes * positions))
+    state.counters["cycles_per_position"] = *per_position;
+  const double tile_bytes = static_cast<double>(positions * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
+  hb::set_bandwidth_counters(state, tile_bytes * passes * static_cast<double>(threads), threads);
 }
 
 template <class Elem>

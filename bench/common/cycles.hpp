@@ -35,6 +35,7 @@ class user_cycles {
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
 #endif
+    start_ = read();
   }
   ~user_cycles() {
 #if defined(__linux__)
@@ -44,22 +45,32 @@ class user_cycles {
   user_cycles(const user_cycles&) = delete;
   user_cycles& operator=(const user_cycles&) = delete;
 
-  /// Cycles counted since construction, if the counter works and has counted all along
-  /// (never multiplexed with other events) and has counted something.
+  /// Cycles per unit of the work done since construction (construct right before the
+  /// timed loop), if the counter worked all along and counted something (a guest without
+  /// a PMU opens the counter but never counts).
+  [[nodiscard]] std::optional<double> per(double units) const noexcept {
+    const auto now = read();
+    if (!now || !start_ || *now <= *start_) return std::nullopt;
+    return static_cast<double>(*now - *start_) / units;
+  }
+
+ private:
+  /// Cycles counted since the counter was opened, if the counter works and has counted all
+  /// along (never multiplexed with other events).
   [[nodiscard]] std::optional<std::uint64_t> read() const noexcept {
 #if defined(__linux__)
     struct {
       std::uint64_t value, enabled, running;
     } sample{};
     if (fd_ >= 0 && ::read(fd_, &sample, sizeof sample) == static_cast<ssize_t>(sizeof sample) &&
-        sample.running == sample.enabled && sample.value != 0)
+        sample.running == sample.enabled)
       return sample.value;
 #endif
     return std::nullopt;
   }
 
- private:
   int fd_ = -1;
+  std::optional<std::uint64_t> start_;  ///< read() when the counter was opened
 };
 
 }  // namespace hedge::bench

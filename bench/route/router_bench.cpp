@@ -111,14 +111,12 @@ auto decision_router() {
 template <class Call>
 void measure(benchmark::State& state, std::size_t bytes, Call&& call) {
   const hedge::bench::user_cycles cycles;
-  const auto before = cycles.read();
   for (auto _ : state) call();
-  const auto after = cycles.read();
   const auto calls = static_cast<double>(state.iterations());
+  if (const auto per_call = cycles.per(calls)) state.counters["cycles"] = *per_call;
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
   state.counters["ns_per_byte"] = benchmark::Counter(static_cast<double>(bytes) * calls,
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  if (before && after && *after > *before) state.counters["cycles"] = static_cast<double>(*after - *before) / calls;
 }
 
 void BM_RouterDecision(benchmark::State& state) {
