@@ -71,20 +71,9 @@ struct ceiling_tile {
   HEDGE_AVX2_TARGET void pass() noexcept {
     using R = av::reader<Elem>;
     constexpr bool blocks = R::scale_block != 0;
-    for (std::size_t i = 0; i < positions; i += 2) {
-      if constexpr (blocks)
-        _mm256_store_ps(logits + 4 * i, av::dot2_blocks<heads, Elem>(q, key[i], key[i + 1], units));
-      else
-        _mm256_store_ps(logits + 4 * i, av::dot2<heads, Elem>(q, key[i], key[i + 1], head_dim));
-    }
-    if constexpr (blocks) {
-      for (std::size_t b = 0; b < units; ++b)
-        for (std::size_t j = 0; j < positions / 2; ++j)
-          _mm256_store_ps(scaled[b] + 8 * j,
-                          _mm256_mul_ps(_mm256_load_ps(weights + 8 * j),
-                                        _mm256_set_m128(_mm_set1_ps(R::scale(value[2 * j + 1], b)),
-                                                        _mm_set1_ps(R::scale(value[2 * j], b)))));
-    }
+    for (std::size_t i = 0; i < positions; i += 2)
+      _mm256_store_ps(logits + 4 * i, av::pair_logits<heads, Elem>(q, key[i], key[i + 1], units, head_dim));
+    if constexpr (blocks) av::fold_value_scales<Elem>(value, positions, units, weights, scaled[0], positions * 4);
     for (std::size_t c = 0; c < head_dim; c += 16)
       av::accumulate_values<heads, 2, Elem>(acc, value, positions, blocks ? scaled[c / 32] : weights, c);
     benchmark::ClobberMemory();

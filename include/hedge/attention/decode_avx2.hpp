@@ -268,6 +268,37 @@ HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typena
   return sum8x8(acc);
 }
 
+/// Logits of keys k0 and k1 for N query heads in the format's way: dot2 for float keys,
+/// dot2_blocks for block-quantized ones (`units` blocks, `width` values per vector).
+template <int N, class Elem>
+HEDGE_AVX2_TARGET inline __m256 pair_logits(const group_queries& q, const typename Elem::unit* k0,
+                                            const typename Elem::unit* k1, std::size_t units,
+                                            std::size_t width) noexcept {
+  if constexpr (reader<Elem>::scale_block != 0)
+    return dot2_blocks<N, Elem>(q, k0, k1, units);
+  else
+    return dot2<N, Elem>(q, k0, k1, width);
+}
+
+/// Block formats: row b of `scaled` (rows `stride` floats apart) gets the tile's weights
+/// (position-major, 4 head lanes) times the scale of each position's value block b, two
+/// positions per multiply (an odd count's last pair repeats its last position, whose
+/// second half weighs 0), so the value loop multiplies raw int8 values.
+template <class Elem>
+HEDGE_AVX2_TARGET inline void fold_value_scales(const typename Elem::unit* const* values, std::size_t count,
+                                                std::size_t units, const float* weights, float* scaled,
+                                                std::size_t stride) noexcept {
+  using R = reader<Elem>;
+  for (std::size_t b = 0; b < units; ++b) {
+    for (std::size_t j = 0; j < (count + 1) / 2; ++j) {
+      const float s0 = R::scale(values[2 * j], b);
+      const float s1 = R::scale(values[std::min(2 * j + 1, count - 1)], b);
+      _mm256_store_ps(scaled + b * stride + 8 * j,
+                      _mm256_mul_ps(_mm256_load_ps(weights + 8 * j), _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0))));
+    }
+  }
+}
+
 /// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..]: the tile's
 /// values stream once through the registers; each chunk is converted once for all heads.
 /// \tparam N     query heads handled together (1..4)
@@ -371,12 +402,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
       }
       const typename Elem::unit* k0 = current.keys[i];
       const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
-      __m256 dots;
-      if constexpr (blocks)
-        dots = dot2_blocks<N, Elem>(q, k0, k1, units);
-      else
-        dots = dot2<N, Elem>(q, k0, k1, width);
-      _mm256_store_ps(weights + 4 * i, _mm256_mul_ps(dots, scale));
+      _mm256_store_ps(weights + 4 * i, _mm256_mul_ps(pair_logits<N, Elem>(q, k0, k1, units, width), scale));
     }
     // An odd tile's last pair holds one position: its second half must weigh 0.
     if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
@@ -402,16 +428,7 @@ HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size
       const __m256 c = _mm256_set1_ps(corr[n]);
       for (std::size_t j = 0; j < width; j += 8) _mm256_store_ps(acc[n] + j, _mm256_mul_ps(_mm256_load_ps(acc[n] + j), c));
     }
-    if constexpr (blocks) {
-      for (std::size_t b = 0; b < units; ++b) {
-        for (std::size_t j = 0; j < pairs; ++j) {
-          const float s0 = R::scale(current.values[2 * j], b);
-          const float s1 = R::scale(current.values[std::min(2 * j + 1, count - 1)], b);
-          _mm256_store_ps(scaled[b] + 8 * j, _mm256_mul_ps(_mm256_load_ps(weights + 8 * j),
-                                                           _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0))));
-        }
-      }
-    }
+    if constexpr (blocks) fold_value_scales<Elem>(current.values, count, units, weights, scaled[0], tile * 4);
     const auto weights_at = [&](std::size_t c) -> const float* {
       if constexpr (blocks) return scaled[c / R::scale_block];
       return weights;
