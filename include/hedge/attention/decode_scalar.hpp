@@ -63,7 +63,6 @@ struct decode_task {
   float* states;                 ///< `count` partial states (decode_state_floats each)
 };
 
-
 /// Scalar reference: decodes each K/V vector to floats, one online-softmax step per position.
 /// \tparam Elem the KV element format
 template <KvElement Elem>

@@ -405,8 +405,6 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // the unit: a word continuing into the next unit is counted when its end is known).
       const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
       st.numbers += popcount64(past_digits & ~word_bits & in_unit);
-      // Words in the unit are hashed from folded_bytes: one starts at byte 63 at the latest,
-      // so the 8 padding bytes cover its load.
       const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
       const std::size_t unit_begin = i - 32 * second;
       if (carried != 0) {  // the word in progress continues with the unit's leading run
@@ -426,9 +424,11 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // Starts and ends now pair up in order, but for one last start whose run reaches the
       // unit's end (carried on after the loop).
       std::uint64_t starts = starts_here;
+      // Words in the unit are hashed from its folded bytes: one starts at byte 63 at the
+      // latest, so the 8 padding bytes cover its load.
+      const unsigned char* const unit = folded_bytes.data();
       if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-        report_word<BucketBits>(
-            st, hash_folded_word(folded_bytes.data() + ctz(starts), ctz(ends) + 1 - ctz(starts), word_key), visit);
+        report_word<BucketBits>(st, hash_folded_word(unit + ctz(starts), ctz(ends) + 1 - ctz(starts), word_key), visit);
         ends &= ends - 1;
         starts &= starts - 1;
       }
@@ -436,7 +436,6 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
       // ending here ends before the unit's last bit) give each length with one subtraction.
       st.words += popcount64(ends);
-      const unsigned char* const unit = folded_bytes.data();
       for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
         const unsigned start = ctz(starts);
         const std::uint64_t h = hash_folded_word(unit + start, ctz(past_ends) - start, word_key);
