@@ -92,10 +92,11 @@ TEST(ComplexityFeatures, WordsOfEveryLengthAtEveryOffset) {
   }
 }
 
-// The hash is the weights file's contract (format 3): pinned here from its definition,
+// The hash is the weights file's contract (format 4): pinned here from its definition,
 // (first 8 folded bytes, little-endian, xor length << 56) times the word key, top bits; a
 // bigram (rotl(previous, 29) ^ hash) times the bigram key; a 4-gram (bytes, latest lowest)
-// times the gram key, top bits.
+// ending at each odd offset from 3 on, times the gram key, top bits. The second text is
+// long enough for the vector pass's blocks (and their first-block and tail cases).
 TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
   constexpr std::uint64_t word_key = 0x9e3779b97f4a7c15u, bigram_key = 0xc2b2ae3d27d4eb4fu;
   constexpr std::uint32_t gram_key = 0x9e3779b1u;
@@ -109,13 +110,30 @@ TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
   const std::uint64_t bigram = (((a << 29) | (a >> 35)) ^ b) * bigram_key;
   const std::vector<std::uint32_t> expected_words{static_cast<std::uint32_t>(a >> 52), static_cast<std::uint32_t>(b >> 52),
                                                   static_cast<std::uint32_t>(bigram >> 52)};
-  const std::uint32_t gram = ('p' << 24) | ('h' << 16) | ('o' << 8) | 't';
+  const auto grams = [&](std::string_view text) {
+    const auto fold = [](char c) -> std::uint32_t {
+      const auto u = static_cast<unsigned char>(c);
+      return u >= 'A' && u <= 'Z' ? u - 'A' + 'a' : u <= ' ' ? ' ' : u;
+    };
+    std::vector<std::uint32_t> out;
+    for (std::size_t t = 3; t < text.size(); t += 2) {
+      const std::uint32_t gram = fold(text[t - 3]) << 24 | fold(text[t - 2]) << 16 | fold(text[t - 1]) << 8 | fold(text[t]);
+      out.push_back((gram * gram_key) >> 20);
+    }
+    return out;
+  };
   feature_summary summary{};
   for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>("Photosynthesis is", summary),
                             trace_features<hedge::arch::native, 4096>("Photosynthesis is", summary)}) {
     EXPECT_EQ(trace[0], expected_words);
-    ASSERT_FALSE(trace[1].empty());
-    EXPECT_EQ(trace[1][0], (gram * gram_key) >> 20);
+    EXPECT_EQ(trace[1], grams("Photosynthesis is"));
+    EXPECT_EQ(summary.occurrences[1], 7u);
+  }
+  const std::string_view long_text = "Which of the following is TRUE of x^2 + 1 = 0?\tAnswer: (B), in 12 steps; see {3}.";
+  for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>(long_text, summary),
+                            trace_features<hedge::arch::native, 4096>(long_text, summary)}) {
+    EXPECT_EQ(trace[1], grams(long_text));
+    EXPECT_EQ(summary.occurrences[1], long_text.size() / 2 - 1);
   }
 }
 
@@ -231,29 +249,30 @@ TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
   EXPECT_EQ(code("hello 2\n"), hedge::errc::parse_error);
   EXPECT_EQ(code("hedge-complexity 1\n"), hedge::errc::unsupported);  // float weights, rotate-xor word hash
   EXPECT_EQ(code("hedge-complexity 2\n"), hedge::errc::unsupported);  // words hashed in 8-byte chunks
-  EXPECT_EQ(code("hedge-complexity 4\n"), hedge::errc::unsupported);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 32\n"), hedge::errc::shape_mismatch);
-  EXPECT_EQ(code("hedge-complexity 3\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
-  EXPECT_EQ(code("hedge-complexity 3\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 3\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 3\n"), hedge::errc::unsupported);  // a 4-gram at every byte
+  EXPECT_EQ(code("hedge-complexity 5\n"), hedge::errc::unsupported);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 32\n"), hedge::errc::shape_mismatch);
+  EXPECT_EQ(code("hedge-complexity 4\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
+  EXPECT_EQ(code("hedge-complexity 4\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
   // A file without a hash_seed line means seed 0, also after a file that had one.
-  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 3\nbuckets 16\nhash_seed 7\n", m).ok());
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 4\nbuckets 16\nhash_seed 7\n", m).ok());
   EXPECT_EQ(m.hash_seed, 7u);
-  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 3\nbuckets 16\n", m).ok());
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 4\nbuckets 16\n", m).ok());
   EXPECT_EQ(m.hash_seed, 0u);
-  const auto e = parse_complexity_weights("hedge-complexity 3\nbuckets 16\n# ok\nchars x 1\n", m).error();
+  const auto e = parse_complexity_weights("hedge-complexity 4\nbuckets 16\n# ok\nchars x 1\n", m).error();
   EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
-  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 3\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
+  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 4\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
   EXPECT_EQ(m.hashed[1][3], -7);
   EXPECT_FLOAT_EQ(m.scale[1], 1e-3f);
   EXPECT_FLOAT_EQ(m.scale[0], 1.0f);

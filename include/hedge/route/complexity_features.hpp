@@ -10,7 +10,12 @@
 //     group words: lower-cased word unigrams and adjacent-word bigrams (a word by its first
 //                  8 bytes and its length)
 //     group chars: character 4-grams of the folded text (lower case, white space and control
-//                  bytes as ' ', punctuation kept): robust to unseen words, sees notation
+//                  bytes as ' ', punctuation kept) ending at every second byte (0-based
+//                  offsets 3, 5, 7, ...): robust to unseen words, sees notation. Consecutive
+//                  grams overlap by two bytes, so every byte is in two grams; on MMLU
+//                  leave-domain-out this scores the APGR of a gram at every byte (0.6065
+//                  against 0.6077 over ten hash seeds) with half the weight lookups, the
+//                  scorer's largest cost (docs/routing.md)
 //   dense features (one float each, already scaled to about [0, 1]):
 //     length, word count, digit / math-symbol / upper-case / code-marker fractions,
 //     question marks, lines, mean word length, LaTeX markers, numbers.
@@ -235,8 +240,8 @@ HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t
       const std::uint16_t cls = byte_classes[bytes[k]];
       lanes += std::uint64_t{1} << (8u * (cls & 7u));
       gram = (gram << 8) | static_cast<std::uint32_t>(cls >> 8);
-      // Multiply-shift hashing: one multiply per byte.
-      if (++gram_len >= 4) visit(hashed_group::chars, (gram * key) >> (32 - BucketBits));
+      // Multiply-shift hashing: one multiply per gram. gram_len is the byte's offset + 1.
+      if (++gram_len >= 4 && gram_len % 2 == 0) visit(hashed_group::chars, (gram * key) >> (32 - BucketBits));
     }
     for (std::size_t c = 0; c < category_count; ++c) st.counts[c] += (lanes >> (8 * c)) & 0xffu;
   }
@@ -333,15 +338,16 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i math_lut = broadcast16(math_set), code_lut = broadcast16(code_set),
                 latex_lut = broadcast16(latex_set), high_lut = broadcast16(high_nibble_bit);
-  // The 4-grams ending at bytes 8g..8g+7 of a block, from a 16-byte window holding its
-  // bytes 8g-4..8g+11 in both 128-bit lanes: gram t is bytes t-3..t, most significant
-  // first, as the scalar (gram << 8) | byte builds it.
-  const __m256i gram_pattern = _mm256_setr_epi8(4, 3, 2, 1, 5, 4, 3, 2, 6, 5, 4, 3, 7, 6, 5, 4,  //
-                                                8, 7, 6, 5, 9, 8, 7, 6, 10, 9, 8, 7, 11, 10, 9, 8);
-  // Dword d of the window of group g is dword 2g - 1 + d of the block (-1: the previous
-  // block's last dword, blended in for g = 0; past 7: not used by any gram).
-  const __m256i window_dwords[4] = {_mm256_setr_epi32(0, 0, 1, 2, 0, 0, 1, 2), _mm256_setr_epi32(1, 2, 3, 4, 1, 2, 3, 4),
-                                             _mm256_setr_epi32(3, 4, 5, 6, 3, 4, 5, 6), _mm256_setr_epi32(5, 6, 7, 7, 5, 6, 7, 7)};
+  // The 4-grams of a block end at its odd bytes (blocks start at even offsets); batch g
+  // holds those ending at bytes 16g+1, 16g+3, ..., 16g+15. Gram t is bytes t-3..t, most
+  // significant first, as the scalar (gram << 8) | byte builds it. Each 128-bit lane of
+  // the window holds 12 bytes: the low lane bytes 16g-4..16g+7 (grams 16g+1..16g+7), the
+  // high lane bytes 16g+4..16g+15 (grams 16g+9..16g+15), so one pattern serves both.
+  const __m256i gram_pattern = _mm256_setr_epi8(5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8,  //
+                                                5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8);
+  // Dwords of the block in each window (the last of a lane unused; the first of batch 0 is
+  // dword -1, the previous block's last, blended in).
+  const __m256i window_dwords[2] = {_mm256_setr_epi32(0, 0, 1, 0, 1, 2, 3, 0), _mm256_setr_epi32(3, 4, 5, 0, 5, 6, 7, 0)};
   // Constants the compiler must not see: for want of registers, GCC otherwise rebuilds
   // them in every block (a move and a broadcast each) instead of keeping or reloading them.
   const __m256i gram_key = opaque(_mm256_set1_epi32(static_cast<int>(st.keys.gram)));
@@ -452,20 +458,20 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     }
 
     // 4-grams: 8 per multiply, in text order.
-    for (std::size_t g = 0; g < 4; ++g) {
+    for (std::size_t g = 0; g < 2; ++g) {
       __m256i window = _mm256_permutevar8x32_epi32(folded, window_dwords[g]);
-      if (g == 0) window = _mm256_blend_epi32(window, previous_dword, 0x11);
+      if (g == 0) window = _mm256_blend_epi32(window, previous_dword, 0x01);
       const __m256i grams = _mm256_shuffle_epi8(window, gram_pattern);
       const __m256i hashed = _mm256_srli_epi32(_mm256_mullo_epi32(grams, gram_key), static_cast<int>(32 - BucketBits));
       _mm256_store_si256(reinterpret_cast<__m256i*>(buckets.data()), hashed);
-      if (g != 0 || st.gram_len >= 3) {  // one test per block: batches 1-3 are always whole
+      if (g != 0 || st.gram_len >= 2) {  // one test per block: batch 1 is always whole
         if constexpr (requires { visit(hashed_group::chars, buckets.data(), std::size_t{8}); }) {
           visit(hashed_group::chars, buckets.data(), std::size_t{8});
         } else {
           for (std::size_t t = 0; t < 8; ++t) visit(hashed_group::chars, buckets[t]);
         }
-      } else {  // the text's first block: its first grams end at byte 3
-        for (std::size_t t = 3 - st.gram_len - 8 * g; t < 8; ++t) visit(hashed_group::chars, buckets[t]);
+      } else {  // the text's first block: its first gram ends at byte 3, not 1
+        for (std::size_t t = 1; t < 8; ++t) visit(hashed_group::chars, buckets[t]);
       }
     }
     previous_dword = _mm256_permutevar8x32_epi32(folded, last_dword);
@@ -540,8 +546,9 @@ class complexity_features {
     d[static_cast<std::size_t>(dense_feature::latex_markers)] = detail::log1p_count(latex) / 3.0f;
     d[static_cast<std::size_t>(dense_feature::number_fraction)] =
         words == 0 ? 0.0f : static_cast<float>(numbers) / static_cast<float>(words) * 4.0f;
-    // Unigrams plus bigrams between consecutive words; one 4-gram per byte from the fourth on.
-    s.occurrences = {words == 0 ? 0 : 2 * words - 1, gram_len >= 4 ? gram_len - 3 : 0};
+    // Unigrams plus bigrams between consecutive words; a 4-gram ending at each odd byte from
+    // the fourth on.
+    s.occurrences = {words == 0 ? 0 : 2 * words - 1, gram_len >= 4 ? gram_len / 2 - 1 : 0};
     return s;
   }
 

@@ -14,10 +14,10 @@
 //
 // Weights file (text, one record per line, '#' starts a comment line):
 //
-//     hedge-complexity 3            magic and format version (3: the features of
-//                                   complexity_features.hpp since words are hashed by their
-//                                   first 8 bytes and length; 4-grams with punctuation;
-//                                   quantised weights)
+//     hedge-complexity 4            magic and format version (4: the features of
+//                                   complexity_features.hpp since 4-grams end at every
+//                                   second byte; words hashed by their first 8 bytes and
+//                                   length; 4-grams with punctuation; quantised weights)
 //     buckets 4096                  hash buckets; must equal the model's Buckets
 //     hash_seed 0                   the feature hash keys the weights belong to
 //                                   (feature_hash_keys::of_seed); default 0
@@ -53,7 +53,7 @@
 namespace hedge::route {
 
 /// Version of the weights file format and of the features its weights belong to.
-inline constexpr std::uint32_t complexity_weights_version = 3;
+inline constexpr std::uint32_t complexity_weights_version = 4;
 
 /// Logistic complexity model.
 /// \tparam Buckets hash buckets per hashed group (a power of two)
