@@ -359,11 +359,10 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
   std::uint32_t carried = 0;  ///< bytes of the word in progress before the unit (0: none)
   bool carried_non_digit = false;
-  // The word and digit bits of the unit's blocks so far; whether this block is its second.
-  std::uint64_t unit_word_bits = 0, unit_digit_bits = 0;
-  bool second = false;
-  std::size_t i = 0;
-  for (; i + 32 <= size; i += 32) {
+
+  // One block at bytes + i, the unit's block `half`: counts, folding (stored for the word
+  // loop), the 4-grams; returns its word-byte bits, and its digit bits in `digit_bits`.
+  const auto block = [&](std::size_t i, unsigned half, std::uint32_t& digit_bits) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
     const __m256i digits = in_range(v, '0', '9'), uppers = in_range(v, 'A', 'Z');
     const __m256i word = _mm256_or_si256(_mm256_or_si256(digits, uppers),
@@ -373,7 +372,8 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     const auto member = [&](__m256i lut) {
       return ~bits(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(lut, lo), hi_bit), _mm256_setzero_si256()));
     };
-    st.counts[digit] += popcount(bits(digits));
+    digit_bits = bits(digits);
+    st.counts[digit] += popcount(digit_bits);
     st.counts[upper] += popcount(bits(uppers));
     st.counts[math] += popcount(member(math_lut));
     st.counts[code] += popcount(member(code_lut));
@@ -385,77 +385,9 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     // (' ' is also the case bit; a byte is at most ' ' when it equals its maximum with ' '.)
     const __m256i lowered = _mm256_or_si256(v, _mm256_and_si256(uppers, spaces));
     const __m256i folded = _mm256_blendv_epi8(lowered, spaces, _mm256_cmpeq_epi8(_mm256_max_epu8(v, spaces), spaces));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32 * second), folded);
-    const std::uint32_t block_word_bits = bits(word);
-    st.word_bytes += popcount(block_word_bits);
-    unit_word_bits |= std::uint64_t{block_word_bits} << (32 * second);
-    unit_digit_bits |= std::uint64_t{bits(digits)} << (32 * second);
-
-    // Words, per unit of two blocks (one at the end of the text): each run of word bits. A
-    // run touching the unit's last bit may continue in the next unit; a word is hashed once
-    // its end is known. Two blocks per word loop halve the loop exits, which the branch
-    // predictor misses on varied text (a different number of words ends in each unit).
-    // Starts and ends are taken from two masks (lowest bit, then clear it), two short
-    // dependency chains instead of one per word.
-    if (second || i + 64 > size) {
-      const unsigned width = 32 * (second + 1u);
-      const std::uint64_t in_unit = second ? ~std::uint64_t{0} : 0xffffffffu;
-      const std::uint64_t word_bits = unit_word_bits, digit_bits = unit_digit_bits;
-      const std::uint64_t non_digit_bits = word_bits & ~digit_bits;
-      const std::uint64_t starts_here = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
-      // Last bytes of words ending here (a run reaching the unit's last byte may go on).
-      std::uint64_t ends = word_bits & ~((word_bits >> 1) | (std::uint64_t{1} << (width - 1)));
-      // Number words starting and ending in the unit, from the masks: adding a run's start
-      // bit to the digit bits carries to the first byte past the run's leading digits; the
-      // word is a number when that byte is a separator (not a non-digit word byte, not past
-      // the unit: a word continuing into the next unit is counted when its end is known).
-      const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
-      st.numbers += popcount64(past_digits & ~word_bits & in_unit);
-      const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
-      const std::size_t unit_begin = i - 32 * second;
-      if (carried != 0) {  // the word in progress continues with the unit's leading run
-        const unsigned run = (~word_bits & in_unit) != 0 ? ctz(~word_bits) : width;
-        const std::uint64_t leading = run == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << run) - 1;
-        carried_non_digit = carried_non_digit || (non_digit_bits & leading) != 0;
-        if (run == width) {  // no start or end in the unit
-          carried += width;
-        } else {
-          if (run != 0) ends &= ends - 1;
-          report_word<BucketBits>(st, hash_word_at(bytes, unit_begin - carried, carried + run, word_key), visit);
-          st.numbers += carried_non_digit ? 0 : 1;
-          carried = 0;
-          carried_non_digit = false;
-        }
-      }
-      // Starts and ends now pair up in order, but for one last start whose run reaches the
-      // unit's end (carried on after the loop).
-      std::uint64_t starts = starts_here;
-      // Words in the unit are hashed from its folded bytes: one starts at byte 63 at the
-      // latest, so the 8 padding bytes cover its load.
-      const unsigned char* const unit = folded_bytes.data();
-      if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
-        report_word<BucketBits>(st, hash_folded_word(unit + ctz(starts), ctz(ends) + 1 - ctz(starts), word_key), visit);
-        ends &= ends - 1;
-        starts &= starts - 1;
-      }
-      // Every word from here on has a predecessor: counted per unit, bigrams unconditional.
-      // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
-      // ending here ends before the unit's last bit) give each length with one subtraction.
-      st.words += popcount64(ends);
-      for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
-        const unsigned start = ctz(starts);
-        const std::uint64_t h = hash_folded_word(unit + start, ctz(past_ends) - start, word_key);
-        visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
-        visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h, bigram_key) >> (64 - BucketBits)));
-        st.prev_word = h;
-      }
-      if (starts != 0) {
-        const unsigned start = ctz(starts);
-        carried = width - start;
-        carried_non_digit = (non_digit_bits >> start) != 0;
-      }
-      unit_word_bits = unit_digit_bits = 0;
-    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded_bytes.data() + 32 * half), folded);
+    const std::uint32_t word_bits = bits(word);
+    st.word_bytes += popcount(word_bits);
 
     // 4-grams: 8 per multiply, in text order.
     for (std::size_t g = 0; g < 2; ++g) {
@@ -476,7 +408,84 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     }
     previous_dword = _mm256_permutevar8x32_epi32(folded, last_dword);
     st.gram_len += 32;
-    second = !second;
+    return word_bits;
+  };
+
+  // The words of a unit of Width bytes at unit_begin (two blocks; one at the end of the
+  // text): each run of word bits. A run touching the unit's last bit may continue in the
+  // next unit; a word is hashed once its end is known. Two blocks per word loop halve the
+  // loop exits, which the branch predictor misses on varied text (a different number of
+  // words ends in each unit). Starts and ends are taken from two masks (lowest bit, then
+  // clear it), two short dependency chains instead of one per word.
+  const auto words_of_unit = [&]<unsigned Width>(std::size_t unit_begin, std::uint64_t word_bits,
+                                                  std::uint64_t digit_bits) {
+    constexpr std::uint64_t in_unit = Width == 64 ? ~std::uint64_t{0} : 0xffffffffu;
+    const std::uint64_t non_digit_bits = word_bits & ~digit_bits;
+    const std::uint64_t starts_here = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
+    // Last bytes of words ending here (a run reaching the unit's last byte may go on).
+    std::uint64_t ends = word_bits & ~((word_bits >> 1) | (std::uint64_t{1} << (Width - 1)));
+    // Number words starting and ending in the unit, from the masks: adding a run's start
+    // bit to the digit bits carries to the first byte past the run's leading digits; the
+    // word is a number when that byte is a separator (not a non-digit word byte, not past
+    // the unit: a word continuing into the next unit is counted when its end is known).
+    const std::uint64_t past_digits = (digit_bits + (starts_here & digit_bits)) & ~digit_bits;
+    st.numbers += popcount64(past_digits & ~word_bits & in_unit);
+    const auto ctz = [](std::uint64_t m) { return static_cast<unsigned>(__builtin_ctzll(m)); };
+    if (carried != 0) {  // the word in progress continues with the unit's leading run
+      const unsigned run = (~word_bits & in_unit) != 0 ? ctz(~word_bits) : Width;
+      const std::uint64_t leading = run == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << run) - 1;
+      carried_non_digit = carried_non_digit || (non_digit_bits & leading) != 0;
+      if (run == Width) {  // no start or end in the unit
+        carried += Width;
+      } else {
+        if (run != 0) ends &= ends - 1;
+        report_word<BucketBits>(st, hash_word_at(bytes, unit_begin - carried, carried + run, word_key), visit);
+        st.numbers += carried_non_digit ? 0 : 1;
+        carried = 0;
+        carried_non_digit = false;
+      }
+    }
+    // Starts and ends now pair up in order, but for one last start whose run reaches the
+    // unit's end (carried on after the loop).
+    std::uint64_t starts = starts_here;
+    // Words in the unit are hashed from its folded bytes: one starts at byte 63 at the
+    // latest, so the 8 padding bytes cover its load.
+    const unsigned char* const unit = folded_bytes.data();
+    if (st.words == 0 && ends != 0) [[unlikely]] {  // the text's first word: no bigram
+      report_word<BucketBits>(st, hash_folded_word(unit + ctz(starts), ctz(ends) + 1 - ctz(starts), word_key), visit);
+      ends &= ends - 1;
+      starts &= starts - 1;
+    }
+    // Every word from here on has a predecessor: counted per unit, bigrams unconditional.
+    // A word's bytes are [start, past end): the end bits moved up by one (they fit, a word
+    // ending here ends before the unit's last bit) give each length with one subtraction.
+    st.words += popcount64(ends);
+    for (std::uint64_t past_ends = ends << 1; past_ends != 0; past_ends &= past_ends - 1, starts &= starts - 1) {
+      const unsigned start = ctz(starts);
+      const std::uint64_t h = hash_folded_word(unit + start, ctz(past_ends) - start, word_key);
+      visit(hashed_group::words, static_cast<std::uint32_t>(h >> (64 - BucketBits)));
+      visit(hashed_group::words, static_cast<std::uint32_t>(bigram_hash(st.prev_word, h, bigram_key) >> (64 - BucketBits)));
+      st.prev_word = h;
+    }
+    if (starts != 0) {
+      const unsigned start = ctz(starts);
+      carried = Width - start;
+      carried_non_digit = (non_digit_bits >> start) != 0;
+    }
+  };
+
+  std::size_t i = 0;
+  for (; i + 64 <= size; i += 64) {
+    std::uint32_t digits0, digits1;
+    const std::uint32_t words0 = block(i, 0, digits0);
+    const std::uint32_t words1 = block(i + 32, 1, digits1);
+    words_of_unit.template operator()<64>(i, words0 | std::uint64_t{words1} << 32, digits0 | std::uint64_t{digits1} << 32);
+  }
+  if (i + 32 <= size) {
+    std::uint32_t digits0;
+    const std::uint32_t words0 = block(i, 0, digits0);
+    words_of_unit.template operator()<32>(i, words0, digits0);
+    i += 32;
   }
   // Hand a word in progress to the scalar pass as its state after the word's bytes so far.
   for (std::size_t k = i - carried; k < i; ++k) add_word_byte(st, byte_classes[bytes[k]]);
