@@ -198,22 +198,38 @@ TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
   }
 }
 
-// Every byte value, after a letter and after a space, at every offset of a 32-byte block
-// and across the block boundary: the nibble tables give the scalar pre-scan's stops.
+// Every byte value, between neighbours that decide whether a candidate is a stop (letters
+// that are or are not hex digits, digits, '_', ':', space), at every offset of a 32-byte
+// block and across the block boundary: the nibble tables give the scalar pre-scan's stops.
 TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
   for (int b = 0; b < 256; ++b) {
     for (std::size_t at = 0; at < 40; ++at) {
-      for (const char before : {'x', ' '}) {
-        std::string s(48, 'q');
-        for (std::size_t k = 1; k < s.size(); k += 4) s[k] = ' ';
-        if (at > 0) s[at - 1] = before;
-        s[at] = static_cast<char>(b);
-        ASSERT_EQ(detail::next_pii_stop(s, 0, s.size(), hedge::arch::native{}),
-                  detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}))
-            << "byte " << b << " at " << at;
+      for (const char before : {'x', ' ', 'a', 'G', 'g', '5', '_', ':'}) {
+        for (const char after : {'q', '5', ':'}) {
+          std::string s(48, 'q');
+          for (std::size_t k = 1; k < s.size(); k += 4) s[k] = ' ';
+          if (at > 0) s[at - 1] = before;
+          s[at] = static_cast<char>(b);
+          s[at + 1] = after;
+          ASSERT_EQ(detail::next_pii_stop(s, 0, s.size(), hedge::arch::native{}),
+                    detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}))
+              << "byte " << b << " at " << at << " after " << before << " before " << after;
+        }
       }
     }
   }
+}
+
+// The stops a pre-scan may skip: candidates whose neighbours leave them nothing to start.
+TEST(PiiPreScan, SkipsCandidatesThatCannotStartAnEntity) {
+  const auto stop = [](std::string_view s) { return detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}); };
+  EXPECT_EQ(stop("Answer: (B) well-known x2 co2 a_1 12"), 34u);  // only the digits after a space
+  EXPECT_EQ(stop("see fe80::1"), 6u);                              // a digit after a hex letter
+  EXPECT_EQ(stop("IBAN NO93 8601"), 7u);                           // a digit after an upper-case letter
+  EXPECT_EQ(stop("at de:ad:be"), 5u);                              // ':' after a hex letter
+  EXPECT_EQ(stop("call (5"), 5u);                                  // '(' before a digit
+  EXPECT_EQ(stop("ip ::1"), 3u);                                   // '::'
+  EXPECT_EQ(stop("mail x@y"), 6u);
 }
 
 TEST(PiiPreScan, AvxStopsEqualScalarStops) {

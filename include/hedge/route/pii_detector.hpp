@@ -22,11 +22,19 @@
 // on or looks for right after a letter run; every other byte, including every byte from
 // 0x80, is plain), or a letter run starting "bir", "bor" or "dob" in any case (a birth
 // keyword may begin there; "do", "both", "big" and other runs starting with b or d are
-// ordinary words). The scan jumps to the start of the letter run before that stop and
-// runs the matchers from there. Why this finds exactly what the byte-by-byte scan
-// (`find_reference`, the specification) finds:
+// ordinary words). A byte that is not plain is a stop only where its neighbours leave it
+// something to start (`pii_stop_needed`): a digit not after a digit, '_' or a lower-case
+// letter g-z; '(' or '+' before a digit (a phone); ':' before ':' (IPv6) or after a hex
+// letter; '-' after a hex letter (MAC and IPv6 groups written in letters); '@'. The scan
+// jumps to the start of the letter run before that stop and runs the matchers from there.
+// Why this finds exactly what the byte-by-byte scan (`find_reference`, the specification)
+// finds:
 // - at a plain byte the byte-by-byte scan only steps on: no match starts there and no
 //   state changes (it is not '@', not a letter, digit, '+', '(' or ':');
+// - at a byte that is not plain and not a stop it does too: a digit after a word byte
+//   starts no token; '(', '+', ':', '-' start nothing but the phones and "::" above; and
+//   the letter run before it, which the scan does not go back to, starts nothing: IBAN
+//   letters are upper case, and a MAC or IPv6 group is hex up to its separator or digit;
 // - every entity but e-mail needs a stop at most one letter run after its start (IBAN: a
 //   digit after 2 letters; MAC/IPv6: ':', '-' or a digit after at most 4 hex letters;
 //   dates, cards, phones, SSNs, IPs: digits), except a text date of birth, which is only
@@ -149,14 +157,29 @@ constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned cha
   return (a == 'b' && (b == 'i' || b == 'o') && d == 'r') || (a == 'd' && b == 'o' && d == 'b');
 }
 
-/// First stop position in [i, end), or end: a byte that is not plain, or a letter that
-/// starts a run (previous byte not a letter; the byte at i counts as starting one) with
-/// "bir", "bor" or "dob". Scalar reference of the pre-scan.
+/// Whether a byte that is not plain, at k of t[0, end), is a stop: its neighbours leave it a
+/// chance to start an entity, or to end a letter run that may start one (see the file
+/// comment). A birth-keyword start (a letter) always is.
+constexpr bool pii_stop_needed(std::string_view t, std::size_t k, std::size_t end) noexcept {
+  const auto byte = [&t](std::size_t j) { return static_cast<unsigned char>(t[j]); };
+  const unsigned char c = byte(k), prev = k > 0 ? byte(k - 1) : 0, next = k + 1 < end ? byte(k + 1) : 0;
+  const auto digit = [](unsigned char x) { return x >= '0' && x <= '9'; };
+  const auto hex_letter = [](unsigned char x) { return static_cast<unsigned char>((x | 0x20) - 'a') < 6; };
+  if (digit(c)) return !(digit(prev) || prev == '_' || (prev >= 'g' && prev <= 'z'));
+  if (c == '(' || c == '+') return digit(next);
+  if (c == ':') return next == ':' || hex_letter(prev);
+  if (c == '-') return hex_letter(prev);
+  return true;  // '@', or a birth-keyword start
+}
+
+/// First stop position in [i, end), or end: a byte that is not plain and pii_stop_needed,
+/// or a letter that starts a run (previous byte not a letter; the byte at i counts as
+/// starting one) with "bir", "bor" or "dob". Scalar reference of the pre-scan.
 constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
   bool prev_letter = false;
   for (; i < end; ++i) {
     const auto c = static_cast<unsigned char>(t[i]);
-    if (!pii_plain(c) ||
+    if ((!pii_plain(c) && pii_stop_needed(t, i, end)) ||
         (!prev_letter && i + 2 < end &&
          pii_birth_start(c, static_cast<unsigned char>(t[i + 1]), static_cast<unsigned char>(t[i + 2]))))
       return i;
@@ -225,10 +248,22 @@ inline pii_block_masks pii_classify_block(const unsigned char* q, std::size_t av
 inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::avx2) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(t.data());
   std::uint32_t prev_letter = 0;  // letter bit of the byte before the block
+  // The candidates of a block (bytes that are not plain, birth-keyword starts) are checked
+  // one by one, in the same block: an unneeded one costs a few compares, not a return to
+  // the caller and a new pre-scan.
+  const auto first_needed = [&](std::size_t base, std::uint32_t candidates) {
+    for (; candidates != 0; candidates &= candidates - 1) {
+      const std::size_t k = base + static_cast<std::size_t>(__builtin_ctz(candidates));
+      if (pii_stop_needed(t, k, end)) return k;
+    }
+    return end;
+  };
   for (; i + 32 <= end; i += 32) {
     const auto m = pii_classify_block(p + i, end - i);
-    const std::uint32_t stops = ~m.plain | (m.birth_triple & ~((m.letters << 1) | prev_letter));
-    if (stops != 0) return i + static_cast<std::size_t>(__builtin_ctz(stops));
+    const std::uint32_t candidates = ~m.plain | (m.birth_triple & ~((m.letters << 1) | prev_letter));
+    if (candidates != 0) {
+      if (const std::size_t k = first_needed(i, candidates); k != end) return k;
+    }
     prev_letter = m.letters >> 31;
   }
   if (i == end) return end;
@@ -240,8 +275,7 @@ inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t 
   const auto shift = static_cast<unsigned>(i - base);  // 1..31
   const auto m = pii_classify_block(p + base, 32);
   const std::uint32_t prev = ((m.letters << 1) & ~(1u << shift)) | (prev_letter << shift);
-  const std::uint32_t stops = (~m.plain | (m.birth_triple & ~prev)) & ~((1u << shift) - 1);
-  return stops != 0 ? base + static_cast<std::size_t>(__builtin_ctz(stops)) : end;
+  return first_needed(base, (~m.plain | (m.birth_triple & ~prev)) & ~((1u << shift) - 1));
 }
 #endif
 }  // namespace detail
