@@ -198,38 +198,49 @@ TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
   }
 }
 
-// Every byte value, between neighbours that decide whether a candidate is a stop (letters
-// that are or are not hex digits, digits, '_', ':', space), at every offset of a 32-byte
-// block and across the block boundary: the nibble tables give the scalar pre-scan's stops.
+// Every byte value in each of the four places a stop rule looks at (the byte before, the
+// byte, the one after and the one after that), the other three drawn from the bytes the rules
+// name, at offsets inside a 32-byte block and across its boundaries, the scan starting at
+// the text's start and at the byte itself: the nibble tables give the scalar stops.
 TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
-  for (int b = 0; b < 256; ++b) {
-    for (std::size_t at = 0; at < 40; ++at) {
-      for (const char before : {'x', ' ', 'a', 'G', 'g', '5', '_', ':'}) {
-        for (const char after : {'q', '5', ':'}) {
+  constexpr std::string_view named = "@0 9(+:-aAfFgGzZbBdDiIoOrR_x.";
+  hedge::verify::seeded_random rng{5};
+  for (std::size_t place = 0; place < 4; ++place) {
+    for (int b = 0; b < 256; ++b) {
+      for (int draw = 0; draw < 40; ++draw) {
+        char window[4];
+        for (char& c : window) c = named[rng.below(named.size())];
+        window[place] = static_cast<char>(b);
+        for (const std::size_t at : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{30}, std::size_t{31},
+                                     std::size_t{32}, std::size_t{33}, std::size_t{45}, std::size_t{46}}) {
           std::string s(48, 'q');
           for (std::size_t k = 1; k < s.size(); k += 4) s[k] = ' ';
-          if (at > 0) s[at - 1] = before;
-          s[at] = static_cast<char>(b);
-          s[at + 1] = after;
-          ASSERT_EQ(detail::next_pii_stop(s, 0, s.size(), hedge::arch::native{}),
-                    detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}))
-              << "byte " << b << " at " << at << " after " << before << " before " << after;
+          for (std::size_t k = 0; k < 4; ++k)
+            if (at + k >= 1 && at + k - 1 < s.size()) s[at + k - 1] = window[k];
+          for (const std::size_t from : {std::size_t{0}, at}) {
+            ASSERT_EQ(detail::next_pii_stop(s, from, s.size(), hedge::arch::native{}),
+                      detail::next_pii_stop(s, from, s.size(), hedge::arch::scalar{}))
+                << "byte " << b << " in place " << place << " at " << at << " from " << from << ": " << s;
+          }
         }
       }
     }
   }
 }
 
-// The stops a pre-scan may skip: candidates whose neighbours leave them nothing to start.
-TEST(PiiPreScan, SkipsCandidatesThatCannotStartAnEntity) {
+// Which bytes stop the pre-scan: only where a neighbour leaves them something to start.
+TEST(PiiPreScan, StopsOnlyWhereAnEntityCanStart) {
   const auto stop = [](std::string_view s) { return detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}); };
-  EXPECT_EQ(stop("Answer: (B) well-known x2 co2 a_1 12"), 34u);  // only the digits after a space
-  EXPECT_EQ(stop("see fe80::1"), 6u);                              // a digit after a hex letter
-  EXPECT_EQ(stop("IBAN NO93 8601"), 7u);                           // a digit after an upper-case letter
-  EXPECT_EQ(stop("at de:ad:be"), 5u);                              // ':' after a hex letter
-  EXPECT_EQ(stop("call (5"), 5u);                                  // '(' before a digit
-  EXPECT_EQ(stop("ip ::1"), 3u);                                   // '::'
+  EXPECT_EQ(stop("Answer: (B) well-known, the x"), 29u);  // ':' '(' '-' after other letters: none
+  EXPECT_EQ(stop("see x2"), 5u);                           // every digit
+  EXPECT_EQ(stop("see fe80::1"), 6u);                     // a digit after hex letters
+  EXPECT_EQ(stop("at de:ad:be"), 5u);                     // ':' after a hex letter
+  EXPECT_EQ(stop("at de-ad-be"), 5u);                     // '-' after a hex letter
+  EXPECT_EQ(stop("call (5"), 5u);                         // '(' before a digit
+  EXPECT_EQ(stop("ip ::1"), 3u);                          // "::"
   EXPECT_EQ(stop("mail x@y"), 6u);
+  EXPECT_EQ(stop("the Born, neighbor"), 4u);              // a run starting "bor"
+  EXPECT_EQ(stop("reborn doubt"), 12u);                   // not inside a run; "dou" is not "dob"
 }
 
 TEST(PiiPreScan, AvxStopsEqualScalarStops) {

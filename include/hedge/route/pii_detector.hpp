@@ -18,27 +18,22 @@
 //
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
-// "stop" byte: a digit or one of '@', ':', '-', '+', '(' (the only bytes a matcher starts
-// on or looks for right after a letter run; every other byte, including every byte from
-// 0x80, is plain), or a letter run starting "bir", "bor" or "dob" in any case (a birth
-// keyword may begin there; "do", "both", "big" and other runs starting with b or d are
-// ordinary words). A byte that is not plain is a stop only where its neighbours leave it
-// something to start (`pii_stop_needed`): a digit not after a digit, '_' or a lower-case
-// letter g-z; '(' or '+' before a digit (a phone); ':' before ':' (IPv6) or after a hex
-// letter; '-' after a hex letter (MAC and IPv6 groups written in letters); '@'. The scan
-// jumps to the start of the letter run before that stop and runs the matchers from there.
-// Why this finds exactly what the byte-by-byte scan (`find_reference`, the specification)
-// finds:
-// - at a plain byte the byte-by-byte scan only steps on: no match starts there and no
-//   state changes (it is not '@', not a letter, digit, '+', '(' or ':');
-// - at a byte that is not plain and not a stop it does too: a digit after a word byte
-//   starts no token; '(', '+', ':', '-' start nothing but the phones and "::" above; and
-//   the letter run before it, which the scan does not go back to, starts nothing: IBAN
-//   letters are upper case, and a MAC or IPv6 group is hex up to its separator or digit;
-// - every entity but e-mail needs a stop at most one letter run after its start (IBAN: a
-//   digit after 2 letters; MAC/IPv6: ':', '-' or a digit after at most 4 hex letters;
-//   dates, cards, phones, SSNs, IPs: digits), except a text date of birth, which is only
-//   looked for inside a birth window, and the skip is off inside one;
+// "stop" byte (`pii_stop`): '@'; a digit; '(' or '+' before a digit (a phone); ':' before
+// ':' (IPv6); ':' or '-' after a hex letter (MAC and IPv6 groups written in letters); or a
+// letter that starts a run (the byte before is not a letter) with "bir", "bor" or "dob" in
+// any case (a birth keyword may begin there; "do", "both", "big" are ordinary words).
+// Every other byte, including every byte from 0x80, is plain. The scan jumps to the start
+// of the letter run before that stop and runs the matchers from there. Why this finds
+// exactly what the byte-by-byte scan (`find_reference`, the specification) finds:
+// - at a plain byte the byte-by-byte scan only steps on: no match starts there and no state
+//   changes. Bytes other than letters, digits, '@', '(', '+', ':' start nothing; '(' and '+'
+//   start only phones (a digit follows), ':' only "::"; a letter is plain unless it starts a
+//   birth keyword (below), and its run is looked at from the stop that ends it;
+// - every entity but e-mail needs a stop at most one letter run after its start, and that
+//   run ends at it: IBAN, 2 upper-case letters then a digit; MAC and IPv6, at most 4 hex
+//   letters then ':', '-' or a digit (their run ends in a hex letter); dates, cards,
+//   phones, SSNs, IPs start with a digit or at '(' / '+' before one. A text date of birth
+//   is only looked for inside a birth window, and the skip is off inside one;
 // - an e-mail is matched at its '@' (a stop), backwards to the end of the previous match,
 //   which both scans track alike, wherever the scan was before it;
 // - no birth keyword starts in a plain run: those start with "bir", "bor" or "dob", a stop.
@@ -47,6 +42,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -144,11 +140,6 @@ constexpr bool iban_valid(std::string_view s) noexcept {
 
 namespace detail {
 constexpr bool pii_letter(unsigned char c) noexcept { return static_cast<unsigned char>((c | 0x20) - 'a') < 26; }
-/// Bytes no matcher starts on and no entity needs (besides letters); see the file comment.
-constexpr bool pii_plain(unsigned char c) noexcept {
-  return !(c >= '0' && c <= '9') && c != '@' && c != ':' && c != '-' && c != '+' && c != '(';
-}
-
 /// Whether a letter run starting with lower-case-or-not `c` then `next` may be a birth
 /// keyword ("born", "birth...", "dob"): "bir", "bor", "dob" in any case.
 constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned char next2) noexcept {
@@ -157,125 +148,127 @@ constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned cha
   return (a == 'b' && (b == 'i' || b == 'o') && d == 'r') || (a == 'd' && b == 'o' && d == 'b');
 }
 
-/// Whether a byte that is not plain, at k of t[0, end), is a stop: its neighbours leave it a
-/// chance to start an entity, or to end a letter run that may start one (see the file
-/// comment). A birth-keyword start (a letter) always is.
-constexpr bool pii_stop_needed(std::string_view t, std::size_t k, std::size_t end) noexcept {
-  const auto byte = [&t](std::size_t j) { return static_cast<unsigned char>(t[j]); };
-  const unsigned char c = byte(k), prev = k > 0 ? byte(k - 1) : 0, next = k + 1 < end ? byte(k + 1) : 0;
+/// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
+/// before 0 and from `end` on read as 0.
+constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
+  const auto byte = [&](std::size_t j) { return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0); };
   const auto digit = [](unsigned char x) { return x >= '0' && x <= '9'; };
   const auto hex_letter = [](unsigned char x) { return static_cast<unsigned char>((x | 0x20) - 'a') < 6; };
-  if (digit(c)) return !(digit(prev) || prev == '_' || (prev >= 'g' && prev <= 'z'));
-  if (c == '(' || c == '+') return digit(next);
-  if (c == ':') return next == ':' || hex_letter(prev);
-  if (c == '-') return hex_letter(prev);
-  return true;  // '@', or a birth-keyword start
+  const unsigned char c = byte(k), prev = k > 0 ? byte(k - 1) : 0, next = byte(k + 1);
+  return c == '@' || digit(c) || ((c == '(' || c == '+') && digit(next)) || (c == ':' && next == ':') ||
+         ((c == ':' || c == '-') && hex_letter(prev)) || (!pii_letter(prev) && pii_birth_start(c, next, byte(k + 2)));
 }
 
-/// First stop position in [i, end), or end: a byte that is not plain and pii_stop_needed,
-/// or a letter that starts a run (previous byte not a letter; the byte at i counts as
-/// starting one) with "bir", "bor" or "dob". Scalar reference of the pre-scan.
+/// First stop position in [i, end), or end. Scalar reference of the pre-scan.
 constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
-  bool prev_letter = false;
-  for (; i < end; ++i) {
-    const auto c = static_cast<unsigned char>(t[i]);
-    if ((!pii_plain(c) && pii_stop_needed(t, i, end)) ||
-        (!prev_letter && i + 2 < end &&
-         pii_birth_start(c, static_cast<unsigned char>(t[i + 1]), static_cast<unsigned char>(t[i + 2]))))
-      return i;
-    prev_letter = pii_letter(c);
-  }
-  return end;
+  while (i < end && !pii_stop(t, i, end)) ++i;
+  return i;
 }
 
 #if defined(__AVX2__)
-/// Raw classification of the 32 bytes at q (bit k: byte k): letters, plain bytes, and the
-/// starts of "bir", "bor", "dob" in any case (birth-keyword starts, before the run check).
-struct pii_block_masks {
-  std::uint32_t letters, plain, birth_triple;
+/// Nibble tables of one byte position of the pre-scan's rules (pii_block_stops): rule bit r
+/// of lo[x & 15] & hi[x >> 4] is set when byte x meets the rule's condition at that
+/// position, a set of byte values of the form {hi << 4 | lo : lo in `lo`, hi in `hi`}; a rule
+/// with no condition there accepts every byte.
+struct pii_nibble_tables {
+  std::array<std::uint8_t, 16> lo{}, hi{};
 };
+struct pii_condition {
+  unsigned rule;
+  std::uint16_t lo, hi;  ///< sets of nibble values (bit n: nibble n)
+};
+constexpr std::uint16_t nibbles(std::initializer_list<unsigned> values) noexcept {
+  std::uint16_t set = 0;
+  for (const unsigned n : values) set = static_cast<std::uint16_t>(set | 1u << n);
+  return set;
+}
+constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> conditions) noexcept {
+  unsigned constrained = 0;
+  for (const auto& c : conditions) constrained |= 1u << c.rule;
+  pii_nibble_tables t;
+  for (unsigned n = 0; n < 16; ++n) {
+    unsigned lo = ~constrained & 0xffu, hi = lo;
+    for (const auto& c : conditions) {
+      if ((c.lo >> n) & 1u) lo |= 1u << c.rule;
+      if ((c.hi >> n) & 1u) hi |= 1u << c.rule;
+    }
+    t.lo[n] = static_cast<std::uint8_t>(lo);
+    t.hi[n] = static_cast<std::uint8_t>(hi);
+  }
+  return t;
+}
+/// The rules of pii_stop, one bit each, with their conditions on the byte, the byte before
+/// it, after it, and the one after that.
+enum pii_rule : unsigned { at_sign, digit_byte, opens_before_digit, double_colon, colon_after_hex, dash_after_hex, bir_bor, dob };
+inline constexpr std::uint16_t any_digit = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+inline constexpr std::uint16_t letter_rows = nibbles({4, 6});  // A-O, a-o
+inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{at_sign, nibbles({0}), nibbles({4})},
+                                                                 {digit_byte, any_digit, nibbles({3})},
+                                                                 {opens_before_digit, nibbles({8, 11}), nibbles({2})},
+                                                                 {double_colon, nibbles({10}), nibbles({3})},
+                                                                 {colon_after_hex, nibbles({10}), nibbles({3})},
+                                                                 {dash_after_hex, nibbles({13}), nibbles({2})},
+                                                                 {bir_bor, nibbles({2}), letter_rows},
+                                                                 {dob, nibbles({4}), letter_rows}});
+inline constexpr pii_nibble_tables pii_before_rules =
+    pii_tables({{colon_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}, {dash_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}});
+inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{opens_before_digit, any_digit, nibbles({3})},
+                                                                  {double_colon, nibbles({10}), nibbles({3})},
+                                                                  {bir_bor, nibbles({9, 15}), letter_rows},
+                                                                  {dob, nibbles({15}), letter_rows}});
+inline constexpr pii_nibble_tables pii_after2_rules =
+    pii_tables({{bir_bor, nibbles({2}), nibbles({5, 7})}, {dob, nibbles({2}), letter_rows}});
 
-/// `avail`: bytes from q to the end of the scanned range (>= 32); a byte's successors past
-/// it read as 0. Nibble-table lookups (vpshufb) classify the bytes instead of a compare per
-/// byte value. Class bits of a byte (low-nibble table AND high-nibble table): 0x01 A-O/a-o,
-/// 0x02 P-Z/p-z, 0x04 the rows 0x0_, 0x1_, 0x5_-0xf_ (all plain), 0x08 row 0x2_ but for
-/// ( + -, 0x10 row 0x3_ from ';' (digits and ':' are not plain), 0x60 b/B, 0x80 d/D;
-/// plain = any of 0x01-0x10 (row 0x4_ is plain through its letters, '@' is not). Of its
-/// successor: i/I 0x20, o/O 0xc0; of the byte after: r/R 0x60, b/B 0x80. The AND of the three
-/// is non-zero exactly for bir (0x20), bor (0x40) and dob (0x80).
-inline pii_block_masks pii_classify_block(const unsigned char* q, std::size_t avail) noexcept {
+/// Stop bits (bit k: byte k) of the 32 bytes at q, as pii_stop defines them. `avail`: bytes
+/// from q to the end of the scanned range (>= 32); bytes past it read as 0. `first`: q is the
+/// text's first byte (the byte before reads as 0). Each rule of pii_stop is one bit of a byte
+/// class; the classes of a byte and of its neighbours are nibble-table lookups (vpshufb),
+/// and a byte is a stop when a rule bit survives the AND of the four, the birth-keyword
+/// rules only where the byte before is not a letter. One pass, no branch per byte kind.
+inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, bool first) noexcept {
   const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
-  const auto shift_down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
+  // Bytes moved down by one (byte k+1 at k, 0 shifted in at the top) and up by one.
+  const auto down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
+  const auto up = [](__m256i x) { return _mm256_alignr_epi8(x, _mm256_permute2x128_si256(x, x, 0x08), 15); };
   const __m256i v = load(q);
-  const __m256i successor = avail > 32 ? load(q + 1) : shift_down(v);
-  const __m256i successor2 = avail > 33 ? load(q + 2) : shift_down(successor);
+  const __m256i before = first ? up(v) : load(q - 1);
+  const __m256i after = avail > 32 ? load(q + 1) : down(v);
+  const __m256i after2 = avail > 33 ? load(q + 2) : down(after);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
-  const auto lookup = [&nibble](__m256i x, __m256i lo_table, __m256i hi_table) {
-    const __m256i lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(x, nibble));
-    const __m256i hi = _mm256_shuffle_epi8(hi_table, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
+  const auto classes = [&nibble](__m256i x, const pii_nibble_tables& t) {
+    const auto table = [](const std::array<std::uint8_t, 16>& a) {
+      return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data())));
+    };
+    const __m256i lo = _mm256_shuffle_epi8(table(t.lo), _mm256_and_si256(x, nibble));
+    const __m256i hi = _mm256_shuffle_epi8(table(t.hi), _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
     return _mm256_and_si256(lo, hi);
   };
-  const char e1 = static_cast<char>(0xe1), e5 = static_cast<char>(0xe5), d8f = static_cast<char>(0x8f);
-  const char c0 = static_cast<char>(0xc0), e0 = static_cast<char>(0xe0), x80 = static_cast<char>(0x80);
-  const __m256i cls =
-      lookup(v,
-             _mm256_setr_epi8(0x0e, 0x0f, 0x6f, 0x0f, d8f, 0x0f, 0x0f, 0x0f, 0x07, 0x0f, 0x0f, 0x15, 0x1d, 0x15, 0x1d, 0x1d,
-                              0x0e, 0x0f, 0x6f, 0x0f, d8f, 0x0f, 0x0f, 0x0f, 0x07, 0x0f, 0x0f, 0x15, 0x1d, 0x15, 0x1d, 0x1d),
-             _mm256_setr_epi8(0x04, 0x04, 0x08, 0x10, e1, 0x06, e5, 0x06, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,
-                              0x04, 0x04, 0x08, 0x10, e1, 0x06, e5, 0x06, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04));
-  // Successor: only 0x4_ and 0x6_ bytes matter; (x | 0x20) ^ 0x60 puts them at 0..15 and the
-  // saturating add sends every other byte to >= 0x80, which vpshufb maps to 0. One lookup.
-  const __m256i folded = _mm256_adds_epu8(
-      _mm256_xor_si256(_mm256_or_si256(successor, _mm256_set1_epi8(0x20)), _mm256_set1_epi8(0x60)),
-      _mm256_set1_epi8(0x70));
-  const __m256i next = _mm256_shuffle_epi8(
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, c0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, c0),
-      folded);
-  const __m256i next2 =
-      lookup(successor2,
-             _mm256_setr_epi8(0, 0, e0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, e0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-             _mm256_setr_epi8(0, 0, 0, 0, x80, 0x60, x80, 0x60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, x80, 0x60, x80, 0x60, 0,
-                              0, 0, 0, 0, 0, 0, 0));
-  const __m256i zero = _mm256_setzero_si256();
-  const auto none = [&zero](__m256i x) {
-    return static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, zero)));
-  };
-  return {~none(_mm256_and_si256(cls, _mm256_set1_epi8(0x03))), ~none(_mm256_and_si256(cls, _mm256_set1_epi8(0x1f))),
-          ~none(_mm256_and_si256(_mm256_and_si256(cls, next), next2))};
+  const __m256i rules = _mm256_and_si256(_mm256_and_si256(classes(v, pii_byte_rules), classes(before, pii_before_rules)),
+                                         _mm256_and_si256(classes(after, pii_after_rules), classes(after2, pii_after2_rules)));
+  // The byte before is a letter: (x | 0x20) - 'a' < 26, as one signed compare after moving
+  // 'a' to -128.
+  const __m256i moved = _mm256_sub_epi8(_mm256_or_si256(before, _mm256_set1_epi8(0x20)), _mm256_set1_epi8(static_cast<char>('a' + 128)));
+  const __m256i after_letter = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + 26)), moved);
+  const __m256i birth = _mm256_set1_epi8(static_cast<char>((1u << bir_bor) | (1u << dob)));
+  const __m256i kept = _mm256_or_si256(_mm256_andnot_si256(birth, rules), _mm256_andnot_si256(after_letter, _mm256_and_si256(birth, rules)));
+  return ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256())));
 }
 
-/// AVX2 pre-scan: classifies 32 bytes per step into bit masks (same stops as the scalar one).
+/// AVX2 pre-scan: 32 bytes per step into a stop mask (the stops of the scalar one).
 inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::avx2) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(t.data());
-  std::uint32_t prev_letter = 0;  // letter bit of the byte before the block
-  // The candidates of a block (bytes that are not plain, birth-keyword starts) are checked
-  // one by one, in the same block: an unneeded one costs a few compares, not a return to
-  // the caller and a new pre-scan.
-  const auto first_needed = [&](std::size_t base, std::uint32_t candidates) {
-    for (; candidates != 0; candidates &= candidates - 1) {
-      const std::size_t k = base + static_cast<std::size_t>(__builtin_ctz(candidates));
-      if (pii_stop_needed(t, k, end)) return k;
-    }
-    return end;
-  };
   for (; i + 32 <= end; i += 32) {
-    const auto m = pii_classify_block(p + i, end - i);
-    const std::uint32_t candidates = ~m.plain | (m.birth_triple & ~((m.letters << 1) | prev_letter));
-    if (candidates != 0) {
-      if (const std::size_t k = first_needed(i, candidates); k != end) return k;
-    }
-    prev_letter = m.letters >> 31;
+    const std::uint32_t stops = pii_block_stops(p + i, end - i, i == 0);
+    if (stops != 0) return i + static_cast<std::size_t>(__builtin_ctz(stops));
   }
   if (i == end) return end;
   if (end < 32) return next_pii_stop(t, i, end, arch::scalar{});
-  // Tail: the block of the last 32 bytes, overlapping what was scanned; the bytes before i
-  // are masked off and the byte at i gets the carried letter state (none on the first block,
-  // so the byte at i starts a run as in the scalar version). Cheaper than bytes one by one.
+  // Tail: the block of the last 32 bytes, overlapping what was scanned, its bytes before i
+  // masked off. Cheaper than bytes one by one.
   const std::size_t base = end - 32;
   const auto shift = static_cast<unsigned>(i - base);  // 1..31
-  const auto m = pii_classify_block(p + base, 32);
-  const std::uint32_t prev = ((m.letters << 1) & ~(1u << shift)) | (prev_letter << shift);
-  return first_needed(base, (~m.plain | (m.birth_triple & ~prev)) & ~((1u << shift) - 1));
+  const std::uint32_t stops = pii_block_stops(p + base, 32, base == 0) & ~((1u << shift) - 1);
+  return stops != 0 ? base + static_cast<std::size_t>(__builtin_ctz(stops)) : end;
 }
 #endif
 }  // namespace detail
