@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -232,7 +233,11 @@ TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
 TEST(PiiPreScan, StopsOnlyWhereAnEntityCanStart) {
   const auto stop = [](std::string_view s) { return detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}); };
   EXPECT_EQ(stop("Answer: (B) well-known, the x"), 29u);  // ':' '(' '-' after other letters: none
-  EXPECT_EQ(stop("see x2"), 5u);                           // every digit
+  EXPECT_EQ(stop("In 1990, 42 of 7B rose"), 22u);         // digits that start nothing
+  EXPECT_EQ(stop("pi is 3.14"), 6u);                      // a run followed by a separator
+  EXPECT_EQ(stop("card 4111111111111"), 5u);              // 13 digits
+  EXPECT_EQ(stop("call 555 1234"), 5u);                   // a space before a digit
+  EXPECT_EQ(stop("see x2"), 5u);                          // a digit after a letter
   EXPECT_EQ(stop("see fe80::1"), 6u);                     // a digit after hex letters
   EXPECT_EQ(stop("at de:ad:be"), 5u);                     // ':' after a hex letter
   EXPECT_EQ(stop("at de-ad-be"), 5u);                     // '-' after a hex letter
@@ -241,6 +246,28 @@ TEST(PiiPreScan, StopsOnlyWhereAnEntityCanStart) {
   EXPECT_EQ(stop("mail x@y"), 6u);
   EXPECT_EQ(stop("the Born, neighbor"), 4u);              // a run starting "bor"
   EXPECT_EQ(stop("reborn doubt"), 12u);                   // not inside a run; "dou" is not "dob"
+}
+
+// Digit runs of every length next to what decides whether an entity may start there
+// (followers ':', '-', '.', '/', a space before a digit or '(', 13 hex bytes), across
+// block boundaries and the 64-byte window the vector pass looks at, from every start. Each
+// text sits in a heap block of its exact size, so the sanitizer build sees any read past it.
+TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
+  hedge::verify::seeded_random rng{13};
+  constexpr std::string_view pieces[] = {"0", "7", "9", "12", "255", "1985", "0000000000", "a", "F", "x", "G",
+                                         " ", " ", ":", "-", ".", "/", "(", ",", "\n", "q"};
+  for (int k = 0; k < 2000; ++k) {
+    std::string text;
+    const std::size_t size = rng.below(140);
+    while (text.size() < size) text += pieces[rng.below(std::size(pieces))];
+    const auto exact = std::make_unique<char[]>(text.size());
+    std::copy(text.begin(), text.end(), exact.get());
+    const std::string_view s{exact.get(), text.size()};
+    for (std::size_t i = 0; i <= s.size(); ++i)
+      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), hedge::arch::native{}),
+                detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{}))
+          << text << " from " << i;
+  }
 }
 
 TEST(PiiPreScan, AvxStopsEqualScalarStops) {

@@ -42,6 +42,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -148,14 +149,38 @@ constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned cha
   return (a == 'b' && (b == 'i' || b == 'o') && d == 'r') || (a == 'd' && b == 'o' && d == 'b');
 }
 
+constexpr bool pii_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
+constexpr bool pii_hex(unsigned char c) noexcept {
+  return pii_digit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 6;
+}
+
+/// End of the run of hex digits from i in t[0, end).
+constexpr std::size_t pii_hex_run_end(std::string_view t, std::size_t i, std::size_t end) noexcept {
+  while (i < end && pii_hex(static_cast<unsigned char>(t[i]))) ++i;
+  return i;
+}
+
+/// Whether an entity other than a text date (looked for in birth windows only) may start
+/// at the digit at i of t[0, end). Each digit format continues its first hex run (ending at
+/// r = pii_hex_run_end) with a separator (MAC, IPv6, SSN, IPv4, numeric date, card groups,
+/// North American phone: ':', '-', '.', '/', or a space before a digit or '(') or is a card
+/// of 13+ digits in one group. A few compares instead of every matcher on the digits of
+/// ordinary prose ("42 words", "7B", "in 1990,").
+constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t r, std::size_t end) noexcept {
+  const auto byte = [&](std::size_t j) { return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0); };
+  const unsigned char a = byte(r);
+  if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
+  return a == ' ' && (pii_digit(byte(r + 1)) || byte(r + 1) == '(');
+}
+
 /// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
 /// before 0 and from `end` on read as 0.
 constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
   const auto byte = [&](std::size_t j) { return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0); };
-  const auto digit = [](unsigned char x) { return x >= '0' && x <= '9'; };
   const auto hex_letter = [](unsigned char x) { return static_cast<unsigned char>((x | 0x20) - 'a') < 6; };
   const unsigned char c = byte(k), prev = k > 0 ? byte(k - 1) : 0, next = byte(k + 1);
-  return c == '@' || digit(c) || ((c == '(' || c == '+') && digit(next)) || (c == ':' && next == ':') ||
+  if (pii_digit(c)) return pii_letter(prev) || pii_digit_entity_may_start(t, k, pii_hex_run_end(t, k, end), end);
+  return c == '@' || ((c == '(' || c == '+') && pii_digit(next)) || (c == ':' && next == ':') ||
          ((c == ':' || c == '-') && hex_letter(prev)) || (!pii_letter(prev) && pii_birth_start(c, next, byte(k + 2)));
 }
 
@@ -165,7 +190,19 @@ constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size
   return i;
 }
 
+/// The pre-scan over one text as a cursor: next(i) is next_pii_stop(t, i, t.size(), Arch{}).
+template <class Arch>
+struct pii_prescan {
+  std::string_view t;
+  constexpr explicit pii_prescan(std::string_view text) noexcept : t(text) {}
+  std::size_t next(std::size_t i) const noexcept { return next_pii_stop(t, i, t.size(), Arch{}); }
+};
+
 #if defined(__AVX2__)
+/// The rules of pii_stop but its digit rule, one bit each (pii_block_stops; digits are
+/// looked at apart).
+enum pii_rule : unsigned { at_sign, opens_before_digit, double_colon, colon_after_hex, dash_after_hex, bir_bor, dob, pii_rule_count };
+
 /// Nibble tables of one byte position of the pre-scan's rules (pii_block_stops): rule bit r
 /// of lo[x & 15] & hi[x >> 4] is set when byte x meets the rule's condition at that
 /// position, a set of byte values of the form {hi << 4 | lo : lo in `lo`, hi in `hi`}; a rule
@@ -187,7 +224,7 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
   for (const auto& c : conditions) constrained |= 1u << c.rule;
   pii_nibble_tables t;
   for (unsigned n = 0; n < 16; ++n) {
-    unsigned lo = ~constrained & 0xffu, hi = lo;
+    unsigned lo = ~constrained & ((1u << pii_rule_count) - 1), hi = lo;
     for (const auto& c : conditions) {
       if ((c.lo >> n) & 1u) lo |= 1u << c.rule;
       if ((c.hi >> n) & 1u) hi |= 1u << c.rule;
@@ -197,13 +234,10 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
   }
   return t;
 }
-/// The rules of pii_stop, one bit each, with their conditions on the byte, the byte before
-/// it, after it, and the one after that.
-enum pii_rule : unsigned { at_sign, digit_byte, opens_before_digit, double_colon, colon_after_hex, dash_after_hex, bir_bor, dob };
+// Their conditions on the byte, the byte before it, after it, and the one after that.
 inline constexpr std::uint16_t any_digit = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
 inline constexpr std::uint16_t letter_rows = nibbles({4, 6});  // A-O, a-o
 inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{at_sign, nibbles({0}), nibbles({4})},
-                                                                 {digit_byte, any_digit, nibbles({3})},
                                                                  {opens_before_digit, nibbles({8, 11}), nibbles({2})},
                                                                  {double_colon, nibbles({10}), nibbles({3})},
                                                                  {colon_after_hex, nibbles({10}), nibbles({3})},
@@ -218,6 +252,50 @@ inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{opens_before_d
                                                                   {dob, nibbles({15}), letter_rows}});
 inline constexpr pii_nibble_tables pii_after2_rules =
     pii_tables({{bir_bor, nibbles({2}), nibbles({5, 7})}, {dob, nibbles({2}), letter_rows}});
+
+/// Bit k set when pii_digit_entity_may_start holds at q + k (for any byte; the caller keeps
+/// the digits), from the 64 bytes at q and the one after: the hex bits H and the follower
+/// bits F (':', '-', '.', '/', or a space before a digit or '(') of the window; a run
+/// followed by F is marked at its last byte and the mark spread down through the run, 1,
+/// 2, 4 and 8 bytes at a time (a hex byte takes the mark of the byte 2^s later when the
+/// 2^s bytes from it are hex), 15 bytes in all; 13 hex bytes from k are found by doubling
+/// too, and they cover every byte farther than 12 from its run's end (a run from k <= 31
+/// that does not end inside the window among them). `avail`: bytes from q to the end of
+/// the scanned range; bytes past it read as 0.
+inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail) noexcept {
+  std::array<unsigned char, 97> padded;
+  if (avail < 65) {  // the window passes the end: a copy with zeros after it
+    padded.fill(0);
+    std::memcpy(padded.data(), q, avail);
+    q = padded.data();
+  }
+  const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
+  const auto range = [](__m256i x, char lo, char hi) {
+    const __m256i moved = _mm256_sub_epi8(x, _mm256_set1_epi8(static_cast<char>(lo + 128)));
+    return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
+  };
+  const auto is = [](__m256i x, char c) { return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)); };
+  const auto masks = [&](std::size_t half, std::uint64_t& hex, std::uint64_t& follower) {
+    const __m256i v = load(q + 32 * half), next = load(q + 32 * half + 1);
+    const __m256i h = _mm256_or_si256(range(v, '0', '9'), range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
+    const __m256i f = _mm256_or_si256(
+        _mm256_or_si256(_mm256_or_si256(is(v, ':'), is(v, '-')), _mm256_or_si256(is(v, '.'), is(v, '/'))),
+        _mm256_and_si256(is(v, ' '), _mm256_or_si256(range(next, '0', '9'), is(next, '('))));
+    hex |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(h))} << (32 * half);
+    follower |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(f))} << (32 * half);
+  };
+  std::uint64_t hex = 0, follower = 0;
+  masks(0, hex, follower);
+  masks(1, hex, follower);
+  std::uint64_t marked = hex & (follower >> 1), through = hex;
+  for (unsigned step = 1; step < 16; step *= 2) {
+    marked |= (marked >> step) & through;
+    through &= through >> step;
+  }
+  const std::uint64_t hex2 = hex & (hex >> 1), hex4 = hex2 & (hex2 >> 2), hex8 = hex4 & (hex4 >> 4);
+  const std::uint64_t hex13 = hex8 & (hex4 >> 8) & (hex >> 12);
+  return static_cast<std::uint32_t>(marked | hex13);
+}
 
 /// Stop bits (bit k: byte k) of the 32 bytes at q, as pii_stop defines them. `avail`: bytes
 /// from q to the end of the scanned range (>= 32); bytes past it read as 0. `first`: q is the
@@ -251,24 +329,57 @@ inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, 
   const __m256i after_letter = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + 26)), moved);
   const __m256i birth = _mm256_set1_epi8(static_cast<char>((1u << bir_bor) | (1u << dob)));
   const __m256i kept = _mm256_or_si256(_mm256_andnot_si256(birth, rules), _mm256_andnot_si256(after_letter, _mm256_and_si256(birth, rules)));
-  return ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256())));
+  const auto stops = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256())));
+  // Digits: after a letter (an IBAN's, or a hex group's), or where their run shows an
+  // entity may start (rare in prose: looked at only in blocks with digits).
+  const __m256i digit_bytes = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + 10)),
+                                                _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>('0' + 128))));
+  const auto digits = static_cast<std::uint32_t>(_mm256_movemask_epi8(digit_bytes));
+  if (digits == 0) return stops;
+  return stops | (digits & (static_cast<std::uint32_t>(_mm256_movemask_epi8(after_letter)) | pii_digit_run_bits(q, avail)));
 }
 
-/// AVX2 pre-scan: 32 bytes per step into a stop mask (the stops of the scalar one).
-inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::avx2) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(t.data());
-  for (; i + 32 <= end; i += 32) {
-    const std::uint32_t stops = pii_block_stops(p + i, end - i, i == 0);
-    if (stops != 0) return i + static_cast<std::size_t>(__builtin_ctz(stops));
+/// AVX2: 32 bytes per step into a stop mask. The cursor keeps the mask of the block it
+/// classified last, so a scan that resumes inside that block after a stop (the usual case:
+/// the matchers consume a token and go on) reads the next stop from it instead of
+/// classifying the block again: a byte's stop bit depends only on the bytes around it, not
+/// on where the scan resumed.
+template <class Arch>
+  requires std::is_base_of_v<arch::avx2, Arch>
+struct pii_prescan<Arch> {
+  std::string_view t;
+  std::size_t base;         ///< first byte of the block in `stops` (far past the text: none)
+  std::uint32_t stops = 0;  ///< its stop bits
+  constexpr explicit pii_prescan(std::string_view text) noexcept : t(text), base(text.size() + 64) {}
+
+  std::size_t next(std::size_t i) noexcept {
+    const auto first = [](std::uint32_t m) { return static_cast<std::size_t>(__builtin_ctz(m)); };
+    if (i - base < 32) {  // unsigned: false for i < base
+      if (const std::uint32_t rest = stops & (~0u << (i - base)); rest != 0) return base + first(rest);
+      i = base + 32;
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+    const std::size_t end = t.size();
+    for (; i + 32 <= end; i += 32) {
+      if (const std::uint32_t m = pii_block_stops(p + i, end - i, i == 0); m != 0) {
+        base = i;
+        stops = m;
+        return i + first(m);
+      }
+    }
+    if (i >= end) return end;
+    if (end < 32) return next_pii_stop(t, i, end, arch::scalar{});
+    // Tail: the block of the last 32 bytes, overlapping what was scanned, its bytes before i
+    // masked off. Cheaper than bytes one by one.
+    base = end - 32;
+    stops = pii_block_stops(p + base, 32, base == 0);
+    const std::uint32_t rest = stops & ~((1u << (i - base)) - 1);  // i - base in 1..31
+    return rest != 0 ? base + first(rest) : end;
   }
-  if (i == end) return end;
-  if (end < 32) return next_pii_stop(t, i, end, arch::scalar{});
-  // Tail: the block of the last 32 bytes, overlapping what was scanned, its bytes before i
-  // masked off. Cheaper than bytes one by one.
-  const std::size_t base = end - 32;
-  const auto shift = static_cast<unsigned>(i - base);  // 1..31
-  const std::uint32_t stops = pii_block_stops(p + base, 32, base == 0) & ~((1u << shift) - 1);
-  return stops != 0 ? base + static_cast<std::size_t>(__builtin_ctz(stops)) : end;
+};
+
+inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::avx2) noexcept {
+  return pii_prescan<arch::avx2>{t.substr(0, end)}.next(i);
 }
 #endif
 }  // namespace detail
@@ -618,23 +729,6 @@ class pii_detector {
     return 0;
   }
 
-  static constexpr std::size_t hex_run_end(std::string_view t, std::size_t i) noexcept {
-    while (hex(at(t, i))) ++i;
-    return i;
-  }
-
-  /// Whether an entity other than a text date (looked for in birth windows only) may start
-  /// at the digit at i. Each digit format continues its first hex run with a separator
-  /// (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':', '-', '.',
-  /// '/', or a space before a digit or '(') or is a card of 13+ digits in one group. A few
-  /// compares instead of every matcher on the digits of ordinary prose.
-  /// `r`: hex_run_end(t, i), which the caller also needs.
-  static constexpr bool digit_entity_may_start(std::string_view t, std::size_t i, std::size_t r) noexcept {
-    const char a = at(t, r);
-    if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
-    return a == ' ' && (digit(at(t, r + 1)) || at(t, r + 1) == '(');
-  }
-
   static constexpr bool birth_keyword(std::string_view t, std::size_t i, std::size_t n) noexcept {
     return word_is(t, i, n, "born") || word_is(t, i, n, "birth") || word_is(t, i, n, "birthday") ||
            word_is(t, i, n, "birthdate") || word_is(t, i, n, "dob");
@@ -662,6 +756,7 @@ class pii_detector {
   constexpr void scan(std::string_view t, Sink&& sink) const noexcept {
     const auto on = [this](pii_entity e) { return contains(enabled_, e); };
     std::size_t birth_until = 0;  // dates before this offset are dates of birth
+    detail::pii_prescan<Arch> prescan{t};
     std::size_t last_end = 0;     // end of the previous match: matches never overlap
     std::size_t i = 0;
     while (i < t.size()) {
@@ -671,7 +766,7 @@ class pii_detector {
           if (std::is_constant_evaluated()) {
             stop = detail::next_pii_stop(t, i, t.size(), arch::scalar{});
           } else {
-            stop = detail::next_pii_stop(t, i, t.size(), Arch{});
+            stop = prescan.next(i);
           }
           std::size_t resume = stop;  // back to the start of the letter run the stop ends
           while (resume > i && alpha(t[resume - 1])) --resume;
@@ -707,7 +802,7 @@ class pii_detector {
       };
       // With the skip on, a digit's first hex run decides which digit formats may start.
       const bool filtered = SkipPlainRuns && digit(c);
-      const std::size_t hex_end = filtered ? hex_run_end(t, i) : i;
+      const std::size_t hex_end = filtered ? detail::pii_hex_run_end(t, i, t.size()) : i;
       if (alpha(c)) {
         // Cheap pre-checks on the letter run keep ordinary words at a few compares each.
         const std::size_t w = alpha_run(t, i);
@@ -724,7 +819,7 @@ class pii_detector {
           i += iban_shape > w ? iban_shape : w;  // skip the word (or invalid IBAN) whole
           continue;
         }
-      } else if (filtered && i >= birth_until && !digit_entity_may_start(t, i, hex_end)) {
+      } else if (filtered && i >= birth_until && !detail::pii_digit_entity_may_start(t, i, hex_end, t.size())) {
         // Nothing starts here ("7B", "42 words"): straight to the failed-token skip below.
       } else if (digit(c) || ((c == '+' || c == '(') && digit(at(t, i + 1)))) {
         // With the skip on, the byte after a digit's first hex run rules out the formats that
