@@ -278,9 +278,8 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
   const auto masks = [&](std::size_t half, std::uint64_t& hex, std::uint64_t& follower) {
     const __m256i v = load(q + 32 * half), next = load(q + 32 * half + 1);
     const __m256i h = _mm256_or_si256(range(v, '0', '9'), range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
-    const __m256i f = _mm256_or_si256(
-        _mm256_or_si256(_mm256_or_si256(is(v, ':'), is(v, '-')), _mm256_or_si256(is(v, '.'), is(v, '/'))),
-        _mm256_and_si256(is(v, ' '), _mm256_or_si256(range(next, '0', '9'), is(next, '('))));
+    const __m256i f = _mm256_or_si256(_mm256_or_si256(is(v, ':'), range(v, '-', '/')),  // '-', '.', '/' are adjacent
+                                      _mm256_and_si256(is(v, ' '), _mm256_or_si256(range(next, '0', '9'), is(next, '('))));
     hex |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(h))} << (32 * half);
     follower |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(f))} << (32 * half);
   };
