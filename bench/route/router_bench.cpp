@@ -160,7 +160,7 @@ void measure_mmlu(benchmark::State& state, Call&& call) {
   const auto& texts = mmlu_texts();
   const auto count = static_cast<std::size_t>(state.range(1));
   if (texts.size() < count) {
-    state.SkipWithError(HEDGE_SHARED_DIR "/routing/mmlu is missing");
+    state.SkipWithError(HEDGE_SHARED_DIR "/routing/mmlu is missing or has too few questions");
     return;
   }
   std::size_t next = 0;

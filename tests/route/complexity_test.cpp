@@ -129,7 +129,9 @@ TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
     EXPECT_EQ(trace[1], grams("Photosynthesis is"));
     EXPECT_EQ(summary.occurrences[1], 7u);
   }
-  const std::string_view long_text = "Which of the following is TRUE of x^2 + 1 = 0?\tAnswer: (B), in 12 steps; see {3}.";
+  // 100 bytes: a unit of two blocks, a unit of one, a 4-byte scalar tail.
+  const std::string_view long_text =
+      "Which of the following is TRUE of x^2 + 1 = 0?\tAnswer: (B), in 12 steps; see {3}. Then SHOW it fast!";
   for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>(long_text, summary),
                             trace_features<hedge::arch::native, 4096>(long_text, summary)}) {
     EXPECT_EQ(trace[1], grams(long_text));
@@ -163,14 +165,15 @@ TEST(ComplexityFeatures, HashSeedsDrawOtherBuckets) {
   EXPECT_NE(model->logit(text), z0);
 }
 
-// Above 2^19 bytes the vector char sums are flushed every 65536 batches: same score.
+// Above 2^20 bytes the vector char sums are flushed every 65536 batches (2^20 bytes): same
+// score. Every char weight is the largest, so a lane that missed its flush would wrap.
 TEST(ComplexityFeatures, LongPromptScoresLikeTheScalarPass) {
   hedge::verify::seeded_random rng{9};
   auto model = std::make_unique<complexity_model<256>>();
-  for (auto& group : model->hashed)
-    for (auto& w : group) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
+  for (auto& w : model->hashed[0]) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
+  model->hashed[1].fill(complexity_model<256>::max_hashed_weight);
   std::string text;
-  while (text.size() < (std::size_t{1} << 19) + 100000) text += "Solve x^2 = 4? Then Explain, in 3 steps. ";
+  while (text.size() < (std::size_t{1} << 21) + 100000) text += "Solve x^2 = 4? Then Explain, in 3 steps. ";
   EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{}));
 }
 

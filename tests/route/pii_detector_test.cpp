@@ -270,6 +270,25 @@ TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
   }
 }
 
+// The AVX2 cursor the scan uses keeps its last block's stops: one cursor per text, asked
+// for the stop after each stop (as the scan resumes) and from every position in turn, gives
+// the scalar stops; so does a fresh cursor asked once.
+TEST(PiiPreScan, CursorResumingAfterEachStopEqualsScalarStops) {
+  hedge::verify::seeded_random rng{17};
+  for (int k = 0; k < 500; ++k) {
+    const std::string s = random_text(rng, rng.below(200));
+    detail::pii_prescan<hedge::arch::native> chained{s};
+    for (std::size_t i = 0; i < s.size();) {
+      const std::size_t stop = chained.next(i);
+      ASSERT_EQ(stop, detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{})) << s << " from " << i;
+      i = stop + 1 + rng.below(3);
+    }
+    detail::pii_prescan<hedge::arch::native> stepping{s};
+    for (std::size_t i = 0; i <= s.size(); ++i)
+      ASSERT_EQ(stepping.next(i), detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{})) << s << " from " << i;
+  }
+}
+
 TEST(PiiPreScan, AvxStopsEqualScalarStops) {
   hedge::verify::seeded_random rng{11};
   for (int k = 0; k < 500; ++k) {

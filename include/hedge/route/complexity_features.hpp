@@ -34,6 +34,7 @@
 #include <string_view>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/route/avx2_bytes.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -277,18 +278,10 @@ inline constexpr std::array<std::uint8_t, 16> high_nibble_bit = {1, 2, 4, 8, 16,
 HEDGE_ALWAYS_INLINE __m256i broadcast16(const std::array<std::uint8_t, 16>& t) noexcept {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
 }
-/// Bytes of v in [lo, hi] (as unsigned values below 0x80), via one signed compare.
-HEDGE_ALWAYS_INLINE __m256i in_range(__m256i v, char lo, char hi) noexcept {
-  const __m256i moved = _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(-128 - lo)));
-  return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
-}
 /// v, as a value the compiler cannot see through (nor rebuild from its constant).
 HEDGE_ALWAYS_INLINE __m256i opaque(__m256i v) noexcept {
   __asm__("" : "+x"(v));
   return v;
-}
-HEDGE_ALWAYS_INLINE std::uint32_t bits(__m256i m) noexcept {
-  return static_cast<std::uint32_t>(_mm256_movemask_epi8(m));
 }
 HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcount(m));
@@ -363,7 +356,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   // One block at bytes + i, the unit's block `half`: counts, folding (stored for the word
   // loop), the 4-grams; returns its word-byte bits, and its digit bits in `digit_bits`.
   const auto block = [&](std::size_t i, unsigned half, std::uint32_t& digit_bits) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
+    const __m256i v = load32(bytes + i);
     const __m256i digits = in_range(v, '0', '9'), uppers = in_range(v, 'A', 'Z');
     const __m256i word = _mm256_or_si256(_mm256_or_si256(digits, uppers),
                                          _mm256_or_si256(in_range(v, 'a', 'z'), _mm256_cmpgt_epi8(_mm256_setzero_si256(), v)));

@@ -75,9 +75,10 @@ struct complexity_model {
   /// Linear score (log-odds) of a prompt; every Arch gives the same bits.
   template <class Arch = arch::native>
   [[nodiscard]] float logit(std::string_view prompt, Arch = {}) const noexcept {
-    // Below 2^19 bytes (fewer than 65536 batches of 8 grams) the vector lanes of the char
-    // sums cannot overflow, and the batches skip the count that guards them.
-    return prompt.size() < (std::size_t{1} << 19) ? score<false>(prompt, Arch{}) : score<true>(prompt, Arch{});
+    // Below 2^20 bytes (fewer than 65536 batches of 8 grams, one batch per 16 bytes) the
+    // vector lanes of the char sums cannot overflow, and the batches skip the count that
+    // guards them.
+    return prompt.size() < (std::size_t{1} << 20) ? score<false>(prompt, Arch{}) : score<true>(prompt, Arch{});
   }
   /// Probability that the prompt needs the cloud tier.
   [[nodiscard]] float probability(std::string_view prompt) const noexcept {

@@ -18,17 +18,22 @@
 //
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
-// "stop" byte (`pii_stop`): '@'; a digit; '(' or '+' before a digit (a phone); ':' before
-// ':' (IPv6); ':' or '-' after a hex letter (MAC and IPv6 groups written in letters); or a
-// letter that starts a run (the byte before is not a letter) with "bir", "bor" or "dob" in
-// any case (a birth keyword may begin there; "do", "both", "big" are ordinary words).
-// Every other byte, including every byte from 0x80, is plain. The scan jumps to the start
-// of the letter run before that stop and runs the matchers from there. Why this finds
-// exactly what the byte-by-byte scan (`find_reference`, the specification) finds:
+// "stop" byte (`pii_stop`): '@'; a digit after a letter (an IBAN's, or a hex group's) or
+// where its hex run shows an entity may start (`pii_digit_entity_may_start`: followed by
+// ':', '-', '.', '/', a space before a digit or '(', or 13+ long); '(' or '+' before a
+// digit (a phone); ':' before ':' (IPv6); ':' or '-' after a hex letter (MAC and IPv6
+// groups written in letters); or a letter that starts a run (the byte before is not a
+// letter) with "bir", "bor" or "dob" in any case (a birth keyword may begin there; "do",
+// "both", "big" are ordinary words). Every other byte, including every byte from 0x80, is
+// plain. The scan jumps to the start of the letter run before that stop and runs the
+// matchers from there. Why this finds exactly what the byte-by-byte scan
+// (`find_reference`, the specification) finds:
 // - at a plain byte the byte-by-byte scan only steps on: no match starts there and no state
 //   changes. Bytes other than letters, digits, '@', '(', '+', ':' start nothing; '(' and '+'
-//   start only phones (a digit follows), ':' only "::"; a letter is plain unless it starts a
-//   birth keyword (below), and its run is looked at from the stop that ends it;
+//   start only phones (a digit follows), ':' only "::"; a digit not after a letter whose run
+//   shows no entity starts nothing (the test the scan's own digit shortcut makes); a letter
+//   is plain unless it starts a birth keyword (below), and its run is looked at from the
+//   stop that ends it;
 // - every entity but e-mail needs a stop at most one letter run after its start, and that
 //   run ends at it: IBAN, 2 upper-case letters then a digit; MAC and IPv6, at most 4 hex
 //   letters then ':', '-' or a digit (their run ends in a hex letter); dates, cards,
@@ -50,6 +55,7 @@
 #include <type_traits>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/route/avx2_bytes.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -149,10 +155,13 @@ constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned cha
   return (a == 'b' && (b == 'i' || b == 'o') && d == 'r') || (a == 'd' && b == 'o' && d == 'b');
 }
 
-constexpr bool pii_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
-constexpr bool pii_hex(unsigned char c) noexcept {
-  return pii_digit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 6;
+/// Byte j of t[0, end); 0 from `end` on.
+constexpr unsigned char pii_byte(std::string_view t, std::size_t j, std::size_t end) noexcept {
+  return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0);
 }
+constexpr bool pii_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
+constexpr bool pii_hex_letter(unsigned char c) noexcept { return static_cast<unsigned char>((c | 0x20) - 'a') < 6; }
+constexpr bool pii_hex(unsigned char c) noexcept { return pii_digit(c) || pii_hex_letter(c); }
 
 /// End of the run of hex digits from i in t[0, end).
 constexpr std::size_t pii_hex_run_end(std::string_view t, std::size_t i, std::size_t end) noexcept {
@@ -161,27 +170,29 @@ constexpr std::size_t pii_hex_run_end(std::string_view t, std::size_t i, std::si
 }
 
 /// Whether an entity other than a text date (looked for in birth windows only) may start
-/// at the digit at i of t[0, end). Each digit format continues its first hex run (ending at
-/// r = pii_hex_run_end) with a separator (MAC, IPv6, SSN, IPv4, numeric date, card groups,
-/// North American phone: ':', '-', '.', '/', or a space before a digit or '(') or is a card
-/// of 13+ digits in one group. A few compares instead of every matcher on the digits of
-/// ordinary prose ("42 words", "7B", "in 1990,").
+/// at the digit at i of t[0, end). Each digit format continues its first hex run with a
+/// separator (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':',
+/// '-', '.', '/', or a space before a digit or '(') or is a card of 13+ digits in one
+/// group. A few compares instead of every matcher on the digits of ordinary prose ("42
+/// words", "7B", "in 1990,"). `r`: the end of that run, or any position from i + 13 on
+/// inside it (the test looks no further).
 constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t r, std::size_t end) noexcept {
-  const auto byte = [&](std::size_t j) { return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0); };
-  const unsigned char a = byte(r);
-  if (a == ':' || a == '-' || a == '.' || a == '/' || r - i >= 13) return true;
-  return a == ' ' && (pii_digit(byte(r + 1)) || byte(r + 1) == '(');
+  if (r - i >= 13) return true;
+  const unsigned char a = pii_byte(t, r, end), b = pii_byte(t, r + 1, end);
+  return a == ':' || a == '-' || a == '.' || a == '/' || (a == ' ' && (pii_digit(b) || b == '('));
 }
 
 /// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
 /// before 0 and from `end` on read as 0.
 constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
-  const auto byte = [&](std::size_t j) { return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0); };
-  const auto hex_letter = [](unsigned char x) { return static_cast<unsigned char>((x | 0x20) - 'a') < 6; };
-  const unsigned char c = byte(k), prev = k > 0 ? byte(k - 1) : 0, next = byte(k + 1);
-  if (pii_digit(c)) return pii_letter(prev) || pii_digit_entity_may_start(t, k, pii_hex_run_end(t, k, end), end);
+  const unsigned char c = pii_byte(t, k, end), prev = k > 0 ? pii_byte(t, k - 1, end) : 0, next = pii_byte(t, k + 1, end);
+  // The run is read 13 bytes far at most: every digit of a long run is a stop, and a full
+  // walk from each would make the scan quadratic in the run's length.
+  if (pii_digit(c))
+    return pii_letter(prev) || pii_digit_entity_may_start(t, k, pii_hex_run_end(t, k, k + 13 < end ? k + 13 : end), end);
   return c == '@' || ((c == '(' || c == '+') && pii_digit(next)) || (c == ':' && next == ':') ||
-         ((c == ':' || c == '-') && hex_letter(prev)) || (!pii_letter(prev) && pii_birth_start(c, next, byte(k + 2)));
+         ((c == ':' || c == '-') && pii_hex_letter(prev)) ||
+         (!pii_letter(prev) && pii_birth_start(c, next, pii_byte(t, k + 2, end)));
 }
 
 /// First stop position in [i, end), or end. Scalar reference of the pre-scan.
@@ -201,7 +212,9 @@ struct pii_prescan {
 #if defined(__AVX2__)
 /// The rules of pii_stop but its digit rule, one bit each (pii_block_stops; digits are
 /// looked at apart).
-enum pii_rule : unsigned { at_sign, opens_before_digit, double_colon, colon_after_hex, dash_after_hex, bir_bor, dob, pii_rule_count };
+struct pii_rule {
+  enum : unsigned { at_sign, opens_before_digit, double_colon, colon_after_hex, dash_after_hex, bir_bor, dob, count };
+};
 
 /// Nibble tables of one byte position of the pre-scan's rules (pii_block_stops): rule bit r
 /// of lo[x & 15] & hi[x >> 4] is set when byte x meets the rule's condition at that
@@ -224,7 +237,7 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
   for (const auto& c : conditions) constrained |= 1u << c.rule;
   pii_nibble_tables t;
   for (unsigned n = 0; n < 16; ++n) {
-    unsigned lo = ~constrained & ((1u << pii_rule_count) - 1), hi = lo;
+    unsigned lo = ~constrained & ((1u << pii_rule::count) - 1), hi = lo;
     for (const auto& c : conditions) {
       if ((c.lo >> n) & 1u) lo |= 1u << c.rule;
       if ((c.hi >> n) & 1u) hi |= 1u << c.rule;
@@ -237,21 +250,21 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
 // Their conditions on the byte, the byte before it, after it, and the one after that.
 inline constexpr std::uint16_t any_digit = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
 inline constexpr std::uint16_t letter_rows = nibbles({4, 6});  // A-O, a-o
-inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{at_sign, nibbles({0}), nibbles({4})},
-                                                                 {opens_before_digit, nibbles({8, 11}), nibbles({2})},
-                                                                 {double_colon, nibbles({10}), nibbles({3})},
-                                                                 {colon_after_hex, nibbles({10}), nibbles({3})},
-                                                                 {dash_after_hex, nibbles({13}), nibbles({2})},
-                                                                 {bir_bor, nibbles({2}), letter_rows},
-                                                                 {dob, nibbles({4}), letter_rows}});
+inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{pii_rule::at_sign, nibbles({0}), nibbles({4})},
+                                                                 {pii_rule::opens_before_digit, nibbles({8, 11}), nibbles({2})},
+                                                                 {pii_rule::double_colon, nibbles({10}), nibbles({3})},
+                                                                 {pii_rule::colon_after_hex, nibbles({10}), nibbles({3})},
+                                                                 {pii_rule::dash_after_hex, nibbles({13}), nibbles({2})},
+                                                                 {pii_rule::bir_bor, nibbles({2}), letter_rows},
+                                                                 {pii_rule::dob, nibbles({4}), letter_rows}});
 inline constexpr pii_nibble_tables pii_before_rules =
-    pii_tables({{colon_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}, {dash_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}});
-inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{opens_before_digit, any_digit, nibbles({3})},
-                                                                  {double_colon, nibbles({10}), nibbles({3})},
-                                                                  {bir_bor, nibbles({9, 15}), letter_rows},
-                                                                  {dob, nibbles({15}), letter_rows}});
+    pii_tables({{pii_rule::colon_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}, {pii_rule::dash_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}});
+inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{pii_rule::opens_before_digit, any_digit, nibbles({3})},
+                                                                  {pii_rule::double_colon, nibbles({10}), nibbles({3})},
+                                                                  {pii_rule::bir_bor, nibbles({9, 15}), letter_rows},
+                                                                  {pii_rule::dob, nibbles({15}), letter_rows}});
 inline constexpr pii_nibble_tables pii_after2_rules =
-    pii_tables({{bir_bor, nibbles({2}), nibbles({5, 7})}, {dob, nibbles({2}), letter_rows}});
+    pii_tables({{pii_rule::bir_bor, nibbles({2}), nibbles({5, 7})}, {pii_rule::dob, nibbles({2}), letter_rows}});
 
 /// Bit k set when pii_digit_entity_may_start holds at q + k (for any byte; the caller keeps
 /// the digits), from the 64 bytes at q and the one after: the hex bits H and the follower
@@ -263,25 +276,20 @@ inline constexpr pii_nibble_tables pii_after2_rules =
 /// that does not end inside the window among them). `avail`: bytes from q to the end of
 /// the scanned range; bytes past it read as 0.
 inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail) noexcept {
-  std::array<unsigned char, 97> padded;
-  if (avail < 65) {  // the window passes the end: a copy with zeros after it
+  std::array<unsigned char, 65> padded;  // the window's 64 bytes and the one after
+  if (avail < padded.size()) {           // the window passes the end: a copy with zeros after it
     padded.fill(0);
     std::memcpy(padded.data(), q, avail);
     q = padded.data();
   }
-  const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
-  const auto range = [](__m256i x, char lo, char hi) {
-    const __m256i moved = _mm256_sub_epi8(x, _mm256_set1_epi8(static_cast<char>(lo + 128)));
-    return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
-  };
   const auto is = [](__m256i x, char c) { return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)); };
   const auto masks = [&](std::size_t half, std::uint64_t& hex, std::uint64_t& follower) {
-    const __m256i v = load(q + 32 * half), next = load(q + 32 * half + 1);
-    const __m256i h = _mm256_or_si256(range(v, '0', '9'), range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
-    const __m256i f = _mm256_or_si256(_mm256_or_si256(is(v, ':'), range(v, '-', '/')),  // '-', '.', '/' are adjacent
-                                      _mm256_and_si256(is(v, ' '), _mm256_or_si256(range(next, '0', '9'), is(next, '('))));
-    hex |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(h))} << (32 * half);
-    follower |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(f))} << (32 * half);
+    const __m256i v = load32(q + 32 * half), next = load32(q + 32 * half + 1);
+    const __m256i h = _mm256_or_si256(in_range(v, '0', '9'), in_range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
+    const __m256i f = _mm256_or_si256(_mm256_or_si256(is(v, ':'), in_range(v, '-', '/')),  // '-', '.', '/' are adjacent
+                                      _mm256_and_si256(is(v, ' '), _mm256_or_si256(in_range(next, '0', '9'), is(next, '('))));
+    hex |= std::uint64_t{bits(h)} << (32 * half);
+    follower |= std::uint64_t{bits(f)} << (32 * half);
   };
   std::uint64_t hex = 0, follower = 0;
   masks(0, hex, follower);
@@ -303,14 +311,13 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
 /// and a byte is a stop when a rule bit survives the AND of the four, the birth-keyword
 /// rules only where the byte before is not a letter. One pass, no branch per byte kind.
 inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, bool first) noexcept {
-  const auto load = [](const unsigned char* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); };
   // Bytes moved down by one (byte k+1 at k, 0 shifted in at the top) and up by one.
   const auto down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
   const auto up = [](__m256i x) { return _mm256_alignr_epi8(x, _mm256_permute2x128_si256(x, x, 0x08), 15); };
-  const __m256i v = load(q);
-  const __m256i before = first ? up(v) : load(q - 1);
-  const __m256i after = avail > 32 ? load(q + 1) : down(v);
-  const __m256i after2 = avail > 33 ? load(q + 2) : down(after);
+  const __m256i v = load32(q);
+  const __m256i before = first ? up(v) : load32(q - 1);
+  const __m256i after = avail > 32 ? load32(q + 1) : down(v);
+  const __m256i after2 = avail > 33 ? load32(q + 2) : down(after);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   const auto classes = [&nibble](__m256i x, const pii_nibble_tables& t) {
     const auto table = [](const std::array<std::uint8_t, 16>& a) {
@@ -322,20 +329,15 @@ inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, 
   };
   const __m256i rules = _mm256_and_si256(_mm256_and_si256(classes(v, pii_byte_rules), classes(before, pii_before_rules)),
                                          _mm256_and_si256(classes(after, pii_after_rules), classes(after2, pii_after2_rules)));
-  // The byte before is a letter: (x | 0x20) - 'a' < 26, as one signed compare after moving
-  // 'a' to -128.
-  const __m256i moved = _mm256_sub_epi8(_mm256_or_si256(before, _mm256_set1_epi8(0x20)), _mm256_set1_epi8(static_cast<char>('a' + 128)));
-  const __m256i after_letter = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + 26)), moved);
-  const __m256i birth = _mm256_set1_epi8(static_cast<char>((1u << bir_bor) | (1u << dob)));
+  const __m256i after_letter = in_range(_mm256_or_si256(before, _mm256_set1_epi8(0x20)), 'a', 'z');
+  const __m256i birth = _mm256_set1_epi8(static_cast<char>((1u << pii_rule::bir_bor) | (1u << pii_rule::dob)));
   const __m256i kept = _mm256_or_si256(_mm256_andnot_si256(birth, rules), _mm256_andnot_si256(after_letter, _mm256_and_si256(birth, rules)));
-  const auto stops = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256())));
+  const std::uint32_t stops = ~bits(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256()));
   // Digits: after a letter (an IBAN's, or a hex group's), or where their run shows an
   // entity may start (rare in prose: looked at only in blocks with digits).
-  const __m256i digit_bytes = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + 10)),
-                                                _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>('0' + 128))));
-  const auto digits = static_cast<std::uint32_t>(_mm256_movemask_epi8(digit_bytes));
+  const std::uint32_t digits = bits(in_range(v, '0', '9'));
   if (digits == 0) return stops;
-  return stops | (digits & (static_cast<std::uint32_t>(_mm256_movemask_epi8(after_letter)) | pii_digit_run_bits(q, avail)));
+  return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail)));
 }
 
 /// AVX2: 32 bytes per step into a stop mask. The cursor keeps the mask of the block it
@@ -414,11 +416,11 @@ class pii_detector {
   }
 
  private:
-  static constexpr bool digit(char c) noexcept { return c >= '0' && c <= '9'; }
+  static constexpr bool digit(char c) noexcept { return detail::pii_digit(static_cast<unsigned char>(c)); }
   static constexpr bool upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
   static constexpr bool alpha(char c) noexcept { return upper(c) || (c >= 'a' && c <= 'z'); }
   static constexpr bool alnum(char c) noexcept { return digit(c) || alpha(c); }
-  static constexpr bool hex(char c) noexcept { return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+  static constexpr bool hex(char c) noexcept { return detail::pii_hex(static_cast<unsigned char>(c)); }
   static constexpr char lower(char c) noexcept { return upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
   static constexpr bool word(char c) noexcept { return alnum(c) || c == '_'; }
 
@@ -749,8 +751,6 @@ class pii_detector {
   }
 
   /// Calls sink(match) for every entity in order; stops when sink returns false.
-  /// At the top of the loop a letter at i never follows a letter (every step ends after a
-  /// letter run or on a non-letter), which the plain-run skip relies on.
   template <class Arch, bool SkipPlainRuns, class Sink>
   constexpr void scan(std::string_view t, Sink&& sink) const noexcept {
     const auto on = [this](pii_entity e) { return contains(enabled_, e); };

@@ -1,0 +1,33 @@
+// hedge/route/avx2_bytes.hpp: AVX2 byte-vector helpers shared by the route scanners (the
+// complexity feature pass and the PII pre-scan): 32 bytes loaded, classified by range and
+// turned into a bit mask. Empty without AVX2.
+#pragma once
+
+#include <cstdint>
+
+#include "hedge/core/config.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+namespace hedge::route::detail {
+
+/// The 32 bytes at p (unaligned).
+HEDGE_ALWAYS_INLINE __m256i load32(const unsigned char* p) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+/// Bytes of v in [lo, hi] (unsigned values, lo <= hi < 0x80), as 0xff / 0: moved so that lo
+/// is -128, one signed compare.
+HEDGE_ALWAYS_INLINE __m256i in_range(__m256i v, char lo, char hi) noexcept {
+  const __m256i moved = _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(-128 - lo)));
+  return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
+}
+
+/// Bit k set when byte k of the mask m is set.
+HEDGE_ALWAYS_INLINE std::uint32_t bits(__m256i m) noexcept {
+  return static_cast<std::uint32_t>(_mm256_movemask_epi8(m));
+}
+
+}  // namespace hedge::route::detail
+#endif
