@@ -47,6 +47,7 @@
 #include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
+#include "hedge/route/avx2_bytes.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/complexity_features.hpp"
 #include "hedge/route/complexity_model.hpp"
