@@ -3,6 +3,7 @@
 // turned into a bit mask. Empty without AVX2.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "hedge/core/config.hpp"
@@ -22,6 +23,11 @@ HEDGE_ALWAYS_INLINE __m256i load32(const unsigned char* p) noexcept {
 HEDGE_ALWAYS_INLINE __m256i in_range(__m256i v, char lo, char hi) noexcept {
   const __m256i moved = _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(-128 - lo)));
   return _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1))), moved);
+}
+
+/// A 16-byte table (a vpshufb lookup table) in both 128-bit lanes.
+HEDGE_ALWAYS_INLINE __m256i broadcast16(const std::array<std::uint8_t, 16>& t) noexcept {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
 }
 
 /// Bit k set when byte k of the mask m is set.

@@ -275,9 +275,6 @@ inline constexpr std::array<std::uint8_t, 16> code_set = nibble_set("{};_`[]");
 inline constexpr std::array<std::uint8_t, 16> latex_set = nibble_set("\\$");
 inline constexpr std::array<std::uint8_t, 16> high_nibble_bit = {1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0};
 
-HEDGE_ALWAYS_INLINE __m256i broadcast16(const std::array<std::uint8_t, 16>& t) noexcept {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
-}
 /// v, as a value the compiler cannot see through (nor rebuild from its constant).
 HEDGE_ALWAYS_INLINE __m256i opaque(__m256i v) noexcept {
   __asm__("" : "+x"(v));

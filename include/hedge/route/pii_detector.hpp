@@ -320,11 +320,8 @@ inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, 
   const __m256i after2 = avail > 33 ? load32(q + 2) : down(after);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   const auto classes = [&nibble](__m256i x, const pii_nibble_tables& t) {
-    const auto table = [](const std::array<std::uint8_t, 16>& a) {
-      return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data())));
-    };
-    const __m256i lo = _mm256_shuffle_epi8(table(t.lo), _mm256_and_si256(x, nibble));
-    const __m256i hi = _mm256_shuffle_epi8(table(t.hi), _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
+    const __m256i lo = _mm256_shuffle_epi8(broadcast16(t.lo), _mm256_and_si256(x, nibble));
+    const __m256i hi = _mm256_shuffle_epi8(broadcast16(t.hi), _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
     return _mm256_and_si256(lo, hi);
   };
   const __m256i rules = _mm256_and_si256(_mm256_and_si256(classes(v, pii_byte_rules), classes(before, pii_before_rules)),
