@@ -275,11 +275,6 @@ inline constexpr std::array<std::uint8_t, 16> code_set = nibble_set("{};_`[]");
 inline constexpr std::array<std::uint8_t, 16> latex_set = nibble_set("\\$");
 inline constexpr std::array<std::uint8_t, 16> high_nibble_bit = {1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0};
 
-/// v, as a value the compiler cannot see through (nor rebuild from its constant).
-HEDGE_ALWAYS_INLINE __m256i opaque(__m256i v) noexcept {
-  __asm__("" : "+x"(v));
-  return v;
-}
 HEDGE_ALWAYS_INLINE std::uint32_t popcount(std::uint32_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcount(m));
 }
@@ -338,8 +333,7 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   // Dwords of the block in each window (the last of a lane unused; the first of batch 0 is
   // dword -1, the previous block's last, blended in).
   const __m256i window_dwords[2] = {_mm256_setr_epi32(0, 0, 1, 0, 1, 2, 3, 0), _mm256_setr_epi32(3, 4, 5, 0, 5, 6, 7, 0)};
-  // Constants the compiler must not see: for want of registers, GCC otherwise rebuilds
-  // them in every block (a move and a broadcast each) instead of keeping or reloading them.
+  // Constants made opaque (avx2_bytes.hpp), or GCC rebuilds them in every block.
   const __m256i gram_key = opaque(_mm256_set1_epi32(static_cast<int>(st.keys.gram)));
   const std::uint64_t word_key = st.keys.word, bigram_key = st.keys.bigram;
   const __m256i spaces = opaque(_mm256_set1_epi8(' ')), last_dword = opaque(_mm256_set1_epi32(7));

@@ -304,13 +304,47 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
   return static_cast<std::uint32_t>(marked | hex13);
 }
 
+/// The constants of pii_block_stops, made once per scan and opaque (avx2_bytes.hpp): built
+/// in the block itself, GCC rebuilt them from immediates in every block, a fifth of its
+/// instructions.
+struct pii_stop_constants {
+  struct lookup {
+    __m256i lo, hi;
+  };
+  lookup byte, before, after, after2;
+  __m256i nibble, case_bit, birth;
+  byte_range digits, lower;
+
+  pii_stop_constants() noexcept
+      : byte(tables(pii_byte_rules)),
+        before(tables(pii_before_rules)),
+        after(tables(pii_after_rules)),
+        after2(tables(pii_after2_rules)),
+        nibble(opaque(_mm256_set1_epi8(0x0f))),
+        case_bit(opaque(_mm256_set1_epi8(0x20))),
+        birth(opaque(_mm256_set1_epi8(static_cast<char>((1u << pii_rule::bir_bor) | (1u << pii_rule::dob))))),
+        digits(byte_range{'0', '9'}.kept()),
+        lower(byte_range{'a', 'z'}.kept()) {}
+
+  /// Rule bits of the byte classes of x (pii_nibble_tables).
+  [[nodiscard]] HEDGE_ALWAYS_INLINE __m256i classes(__m256i x, const lookup& t) const noexcept {
+    const __m256i lo = _mm256_shuffle_epi8(t.lo, _mm256_and_si256(x, nibble));
+    const __m256i hi = _mm256_shuffle_epi8(t.hi, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
+    return _mm256_and_si256(lo, hi);
+  }
+
+ private:
+  static lookup tables(const pii_nibble_tables& t) noexcept { return {opaque(broadcast16(t.lo)), opaque(broadcast16(t.hi))}; }
+};
+
 /// Stop bits (bit k: byte k) of the 32 bytes at q, as pii_stop defines them. `avail`: bytes
 /// from q to the end of the scanned range (>= 32); bytes past it read as 0. `first`: q is the
 /// text's first byte (the byte before reads as 0). Each rule of pii_stop is one bit of a byte
 /// class; the classes of a byte and of its neighbours are nibble-table lookups (vpshufb),
 /// and a byte is a stop when a rule bit survives the AND of the four, the birth-keyword
 /// rules only where the byte before is not a letter. One pass, no branch per byte kind.
-inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, bool first) noexcept {
+HEDGE_ALWAYS_INLINE std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, bool first,
+                                                  const pii_stop_constants& k) noexcept {
   // Bytes moved down by one (byte k+1 at k, 0 shifted in at the top) and up by one.
   const auto down = [](__m256i x) { return _mm256_alignr_epi8(_mm256_permute2x128_si256(x, x, 0x81), x, 1); };
   const auto up = [](__m256i x) { return _mm256_alignr_epi8(x, _mm256_permute2x128_si256(x, x, 0x08), 15); };
@@ -318,21 +352,14 @@ inline std::uint32_t pii_block_stops(const unsigned char* q, std::size_t avail, 
   const __m256i before = first ? up(v) : load32(q - 1);
   const __m256i after = avail > 32 ? load32(q + 1) : down(v);
   const __m256i after2 = avail > 33 ? load32(q + 2) : down(after);
-  const __m256i nibble = _mm256_set1_epi8(0x0f);
-  const auto classes = [&nibble](__m256i x, const pii_nibble_tables& t) {
-    const __m256i lo = _mm256_shuffle_epi8(broadcast16(t.lo), _mm256_and_si256(x, nibble));
-    const __m256i hi = _mm256_shuffle_epi8(broadcast16(t.hi), _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
-    return _mm256_and_si256(lo, hi);
-  };
-  const __m256i rules = _mm256_and_si256(_mm256_and_si256(classes(v, pii_byte_rules), classes(before, pii_before_rules)),
-                                         _mm256_and_si256(classes(after, pii_after_rules), classes(after2, pii_after2_rules)));
-  const __m256i after_letter = in_range(_mm256_or_si256(before, _mm256_set1_epi8(0x20)), 'a', 'z');
-  const __m256i birth = _mm256_set1_epi8(static_cast<char>((1u << pii_rule::bir_bor) | (1u << pii_rule::dob)));
-  const __m256i kept = _mm256_or_si256(_mm256_andnot_si256(birth, rules), _mm256_andnot_si256(after_letter, _mm256_and_si256(birth, rules)));
+  const __m256i rules = _mm256_and_si256(_mm256_and_si256(k.classes(v, k.byte), k.classes(before, k.before)),
+                                         _mm256_and_si256(k.classes(after, k.after), k.classes(after2, k.after2)));
+  const __m256i after_letter = in_range(_mm256_or_si256(before, k.case_bit), k.lower);
+  const __m256i kept = _mm256_andnot_si256(_mm256_and_si256(after_letter, k.birth), rules);
   const std::uint32_t stops = ~bits(_mm256_cmpeq_epi8(kept, _mm256_setzero_si256()));
   // Digits: after a letter (an IBAN's, or a hex group's), or where their run shows an
   // entity may start (rare in prose: looked at only in blocks with digits).
-  const std::uint32_t digits = bits(in_range(v, '0', '9'));
+  const std::uint32_t digits = bits(in_range(v, k.digits));
   if (digits == 0) return stops;
   return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail)));
 }
@@ -358,8 +385,9 @@ struct pii_prescan<Arch> {
     }
     const auto* p = reinterpret_cast<const unsigned char*>(t.data());
     const std::size_t end = t.size();
+    const pii_stop_constants k;
     for (; i + 32 <= end; i += 32) {
-      if (const std::uint32_t m = pii_block_stops(p + i, end - i, i == 0); m != 0) {
+      if (const std::uint32_t m = pii_block_stops(p + i, end - i, i == 0, k); m != 0) {
         base = i;
         stops = m;
         return i + first(m);
@@ -370,7 +398,7 @@ struct pii_prescan<Arch> {
     // Tail: the block of the last 32 bytes, overlapping what was scanned, its bytes before i
     // masked off. Cheaper than bytes one by one.
     base = end - 32;
-    stops = pii_block_stops(p + base, 32, base == 0);
+    stops = pii_block_stops(p + base, 32, base == 0, k);
     const std::uint32_t rest = stops & ~((1u << (i - base)) - 1);  // i - base in 1..31
     return rest != 0 ? base + first(rest) : end;
   }
