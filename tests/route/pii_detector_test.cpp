@@ -234,13 +234,19 @@ TEST(PiiPreScan, StopsOnlyWhereAnEntityCanStart) {
   const auto stop = [](std::string_view s) { return detail::next_pii_stop(s, 0, s.size(), hedge::arch::scalar{}); };
   EXPECT_EQ(stop("Answer: (B) well-known, the x"), 29u);  // ':' '(' '-' after other letters: none
   EXPECT_EQ(stop("In 1990, 42 of 7B rose"), 22u);         // digits that start nothing
-  EXPECT_EQ(stop("pi is 3.14"), 6u);                      // a run followed by a separator
+  EXPECT_EQ(stop("pi is 3.14, 10-20 m, 1/2 of 10 20"), 33u);  // two groups, no third
+  EXPECT_EQ(stop("ip 10.0.0.1"), 3u);                     // a third group
+  EXPECT_EQ(stop("call 555 123 4567"), 5u);               // a third group after a space
   EXPECT_EQ(stop("card 4111111111111"), 5u);              // 13 digits
-  EXPECT_EQ(stop("call 555 1234"), 5u);                   // a space before a digit
+  EXPECT_EQ(stop("card 411111111111 1"), 5u);             // 13 card bytes: two groups
+  EXPECT_EQ(stop("at 3:15"), 3u);                         // ':'
+  EXPECT_EQ(stop("call 1-(800)"), 5u);                    // a separator before '('
+  EXPECT_EQ(stop("in 1985 (age 3)"), 15u);                // a separator before '(' after a run other than "1"
   EXPECT_EQ(stop("see x2"), 5u);                          // a digit after a letter
   EXPECT_EQ(stop("see fe80::1"), 6u);                     // a digit after hex letters
   EXPECT_EQ(stop("at de:ad:be"), 5u);                     // ':' after a hex letter
   EXPECT_EQ(stop("at de-ad-be"), 5u);                     // '-' after a hex letter
+  EXPECT_EQ(stop("Note: one-third, free-form"), 26u);     // ... but not before a next group
   EXPECT_EQ(stop("call (5"), 5u);                         // '(' before a digit
   EXPECT_EQ(stop("ip ::1"), 3u);                          // "::"
   EXPECT_EQ(stop("mail x@y"), 6u);
@@ -248,14 +254,38 @@ TEST(PiiPreScan, StopsOnlyWhereAnEntityCanStart) {
   EXPECT_EQ(stop("reborn doubt"), 12u);                   // not inside a run; "dou" is not "dob"
 }
 
+// Each digit format is found through the pre-scan's digit rule that lets it start: a third
+// group (after ':', '-', '.', '/' or a space), 13 card bytes in one or two groups, ':', and
+// "1" before a separator and '('; inside prose whose decimals and ranges do not stop it.
+TEST(PiiPreScan, EachDigitRuleLetsItsFormatsStart) {
+  const std::pair<std::string_view, pii_entity> cases[] = {
+      {"pi 3.14, ip 10.0.0.1 ok", pii_entity::ipv4},
+      {"10-20 m, ssn 123-45-6789 ok", pii_entity::ssn},
+      {"1/2 of, mac 00-1a-2b-3c-4d-5e ok", pii_entity::mac},
+      {"at 3:15, mac 00:1a:2b:3c:4d:5e ok", pii_entity::mac},
+      {"v 2001:db8::1 ok", pii_entity::ipv6},
+      {"call 415 555 0132 ok", pii_entity::phone},
+      {"call 1-(415) 555-0132 ok", pii_entity::phone},
+      {"call 1 (415) 555-0132 ok", pii_entity::phone},
+      {"card 4111111111111111 ok", pii_entity::credit_card},
+      {"card 411111111111 1111 ok", pii_entity::credit_card},
+      {"card 4111-111111111111 ok", pii_entity::credit_card},
+      {"card 4111 1111 1111 1111 ok", pii_entity::credit_card},
+  };
+  for (const auto& [text, entity] : cases) {
+    EXPECT_EQ(first_entity(text), entity) << text;
+    expect_same_matches(text);
+  }
+}
+
 // Digit runs of every length next to what decides whether an entity may start there
-// (followers ':', '-', '.', '/', a space before a digit or '(', 13 hex bytes), across
+// (separators, a second run and what follows it, ':', '(', 13 card bytes), across
 // block boundaries and the 64-byte window the vector pass looks at, from every start. Each
 // text sits in a heap block of its exact size, so the sanitizer build sees any read past it.
 TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
   hedge::verify::seeded_random rng{13};
   constexpr std::string_view pieces[] = {"0", "7", "9", "12", "255", "1985", "0000000000", "a", "F", "x", "G",
-                                         " ", " ", ":", "-", ".", "/", "(", ",", "\n", "q"};
+                                         " ", " ", ":", "-", ".", "/", "(", ",", "\n", "q", "- ", " (", "4111111111", "1"};
   for (int k = 0; k < 2000; ++k) {
     std::string text;
     const std::size_t size = rng.below(140);

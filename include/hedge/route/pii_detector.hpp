@@ -19,10 +19,11 @@
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
 // "stop" byte (`pii_stop`): '@'; a digit after a letter (an IBAN's, or a hex group's) or
-// where its hex run shows an entity may start (`pii_digit_entity_may_start`: followed by
-// ':', '-', '.', '/', a space before a digit or '(', or 13+ long); '(' or '+' before a
-// digit (a phone); ':' before ':' (IPv6); ':' or '-' after a hex letter (MAC and IPv6
-// groups written in letters); or a letter that starts a run (the byte before is not a
+// where its hex runs show an entity may start (`pii_digit_entity_may_start`: a third
+// group, 13 card bytes, ':', or a separator before '('); '(' or '+' before a digit (a
+// phone); ':' before ':' (IPv6); ':' or '-' after a hex letter and before what a next
+// group starts with (`pii_group_byte`; for '-', the next two bytes: MAC and IPv6 groups
+// written in letters); or a letter that starts a run (the byte before is not a
 // letter) with "bir", "bor" or "dob" in any case (a birth keyword may begin there; "do",
 // "both", "big" are ordinary words). Every other byte, including every byte from 0x80, is
 // plain. The scan jumps to the start of the letter run before that stop and runs the
@@ -30,13 +31,15 @@
 // (`find_reference`, the specification) finds:
 // - at a plain byte the byte-by-byte scan only steps on: no match starts there and no state
 //   changes. Bytes other than letters, digits, '@', '(', '+', ':' start nothing; '(' and '+'
-//   start only phones (a digit follows), ':' only "::"; a digit not after a letter whose run
-//   shows no entity starts nothing (the test the scan's own digit shortcut makes); a letter
+//   start only phones (a digit follows), ':' only "::"; a digit not after a letter whose
+//   runs show no entity starts nothing (the test the scan's own digit shortcut makes); a letter
 //   is plain unless it starts a birth keyword (below), and its run is looked at from the
 //   stop that ends it;
 // - every entity but e-mail needs a stop at most one letter run after its start, and that
 //   run ends at it: IBAN, 2 upper-case letters then a digit; MAC and IPv6, at most 4 hex
-//   letters then ':', '-' or a digit (their run ends in a hex letter); dates, cards,
+//   letters then a digit, or ':' or '-' before the next group (their run ends in a hex
+//   letter; a MAC's group after '-' is two hex digits, an IPv6 group after ':' is hex or
+//   the second ':' of "::"); dates, cards,
 //   phones, SSNs, IPs start with a digit or at '(' / '+' before one. A text date of birth
 //   is only looked for inside a birth window, and the skip is off inside one;
 // - an e-mail is matched at its '@' (a stop), backwards to the end of the previous match,
@@ -169,29 +172,58 @@ constexpr std::size_t pii_hex_run_end(std::string_view t, std::size_t i, std::si
   return i;
 }
 
-/// Whether an entity other than a text date (looked for in birth windows only) may start
-/// at the digit at i of t[0, end). Each digit format continues its first hex run with a
-/// separator (MAC, IPv6, SSN, IPv4, numeric date, card groups, North American phone: ':',
-/// '-', '.', '/', or a space before a digit or '(') or is a card of 13+ digits in one
-/// group. A few compares instead of every matcher on the digits of ordinary prose ("42
-/// words", "7B", "in 1990,"). `r`: the end of that run, or any position from i + 13 on
-/// inside it (the test looks no further).
-constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t r, std::size_t end) noexcept {
-  if (r - i >= 13) return true;
-  const unsigned char a = pii_byte(t, r, end), b = pii_byte(t, r + 1, end);
+/// Whether the byte at p of t[0, end) can join two groups of a digit format: ':', '-', '.',
+/// '/', or a space before a digit or '('.
+constexpr bool pii_follower(std::string_view t, std::size_t p, std::size_t end) noexcept {
+  const unsigned char a = pii_byte(t, p, end), b = pii_byte(t, p + 1, end);
   return a == ':' || a == '-' || a == '.' || a == '/' || (a == ' ' && (pii_digit(b) || b == '('));
+}
+/// A byte of a card number in one or two groups: a hex digit (a superset of the digits),
+/// a space or a dash.
+constexpr bool pii_card_byte(unsigned char c) noexcept { return pii_hex(c) || c == ' ' || c == '-'; }
+
+/// Whether an entity other than a text date (looked for in birth windows only) may start
+/// at the digit at i of t[0, end), from the two hex runs there. Every digit format but a
+/// card in one or two groups has a third group: its first run is followed by a separator
+/// and its second by another (MAC "12-34-", SSN "123-45-", IPv4 "1.2.", numeric dates
+/// "2024-05-" and "14/05/", North American phones "555 123 " and "1-800-"), or its first is
+/// followed by ':' (MAC, IPv6 "2001:", "1::") or is "1" before a separator and '(' (phones
+/// "1-(800)", "1 (800)"). A card of 13-19 digits in one group, or in two joined by a space or a dash,
+/// starts with 13 card bytes. So a digit that starts none of these starts nothing: the
+/// decimals, ranges, fractions and times of prose ("3.14 m", "10-20 years", "1/2 of")
+/// cost a few compares instead of every matcher. Runs are read 13 bytes far at most: from
+/// there the card rule holds.
+constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t end) noexcept {
+  std::size_t n = 0;
+  while (n < 13 && pii_card_byte(pii_byte(t, i + n, end))) ++n;
+  if (n == 13) return true;
+  const std::size_t r = pii_hex_run_end(t, i, i + 13 < end ? i + 13 : end);
+  const unsigned char a = pii_byte(t, r, end), b = pii_byte(t, r + 1, end);
+  if (a == ':' || (r == i + 1 && pii_byte(t, i, end) == '1' && (a == '-' || a == '.' || a == ' ') && b == '('))
+    return true;
+  if (!pii_follower(t, r, end)) return false;
+  const std::size_t r2 = pii_hex_run_end(t, r + 1, r + 14 < end ? r + 14 : end);
+  return r2 != r + 1 && (r2 - (r + 1) == 13 || pii_follower(t, r2, end));
+}
+
+/// Whether c may follow the ':' or '-' after a MAC or IPv6 group written in letters: a hex
+/// digit or ':'. Tested as one nibble-table condition (high nibble 3, 4 or 6, low nibble
+/// 0-10), so '@', 'G'-'J', '`' and 'g'-'j' pass too: the stops stay a superset.
+constexpr bool pii_group_byte(unsigned char c) noexcept {
+  const unsigned hi = c >> 4, lo = c & 15u;
+  return (hi == 3 || hi == 4 || hi == 6) && lo <= 10;
 }
 
 /// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
 /// before 0 and from `end` on read as 0.
 constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
   const unsigned char c = pii_byte(t, k, end), prev = k > 0 ? pii_byte(t, k - 1, end) : 0, next = pii_byte(t, k + 1, end);
-  // The run is read 13 bytes far at most: every digit of a long run is a stop, and a full
+  // The runs are read 13 bytes far at most: every digit of a long run is a stop, and a full
   // walk from each would make the scan quadratic in the run's length.
-  if (pii_digit(c))
-    return pii_letter(prev) || pii_digit_entity_may_start(t, k, pii_hex_run_end(t, k, k + 13 < end ? k + 13 : end), end);
+  if (pii_digit(c)) return pii_letter(prev) || pii_digit_entity_may_start(t, k, end);
   return c == '@' || ((c == '(' || c == '+') && pii_digit(next)) || (c == ':' && next == ':') ||
-         ((c == ':' || c == '-') && pii_hex_letter(prev)) ||
+         (c == ':' && pii_hex_letter(prev) && pii_group_byte(next)) ||
+         (c == '-' && pii_hex_letter(prev) && pii_group_byte(next) && pii_group_byte(pii_byte(t, k + 2, end))) ||
          (!pii_letter(prev) && pii_birth_start(c, next, pii_byte(t, k + 2, end)));
 }
 
@@ -250,6 +282,7 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
 // Their conditions on the byte, the byte before it, after it, and the one after that.
 inline constexpr std::uint16_t any_digit = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
 inline constexpr std::uint16_t letter_rows = nibbles({4, 6});  // A-O, a-o
+inline constexpr std::uint16_t group_lo = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}), group_hi = nibbles({3, 4, 6});
 inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{pii_rule::at_sign, nibbles({0}), nibbles({4})},
                                                                  {pii_rule::opens_before_digit, nibbles({8, 11}), nibbles({2})},
                                                                  {pii_rule::double_colon, nibbles({10}), nibbles({3})},
@@ -261,20 +294,26 @@ inline constexpr pii_nibble_tables pii_before_rules =
     pii_tables({{pii_rule::colon_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}, {pii_rule::dash_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}});
 inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{pii_rule::opens_before_digit, any_digit, nibbles({3})},
                                                                   {pii_rule::double_colon, nibbles({10}), nibbles({3})},
+                                                                  {pii_rule::colon_after_hex, group_lo, group_hi},
+                                                                  {pii_rule::dash_after_hex, group_lo, group_hi},
                                                                   {pii_rule::bir_bor, nibbles({9, 15}), letter_rows},
                                                                   {pii_rule::dob, nibbles({15}), letter_rows}});
 inline constexpr pii_nibble_tables pii_after2_rules =
-    pii_tables({{pii_rule::bir_bor, nibbles({2}), nibbles({5, 7})}, {pii_rule::dob, nibbles({2}), letter_rows}});
+    pii_tables({{pii_rule::bir_bor, nibbles({2}), nibbles({5, 7})},
+                {pii_rule::dob, nibbles({2}), letter_rows},
+                {pii_rule::dash_after_hex, group_lo, group_hi}});
 
 /// Bit k set when pii_digit_entity_may_start holds at q + k (for any byte; the caller keeps
-/// the digits), from the 64 bytes at q and the one after: the hex bits H and the follower
-/// bits F (':', '-', '.', '/', or a space before a digit or '(') of the window; a run
-/// followed by F is marked at its last byte and the mark spread down through the run, 1,
-/// 2, 4 and 8 bytes at a time (a hex byte takes the mark of the byte 2^s later when the
-/// 2^s bytes from it are hex), 15 bytes in all; 13 hex bytes from k are found by doubling
-/// too, and they cover every byte farther than 12 from its run's end (a run from k <= 31
-/// that does not end inside the window among them). `avail`: bytes from q to the end of
-/// the scanned range; bytes past it read as 0.
+/// the digits), from the bit masks of the 64 bytes at q and the one after: hex bytes H,
+/// followers F, card bytes C, ':' and a separator before '('. "The hex run from k ends
+/// before a byte with property P" is found by marking the run's last byte (H & P >> 1)
+/// and spreading the mark down through the run 1, 2, 4 and 8 bytes at a time (a hex byte
+/// takes the mark of the byte 2^s later when the 2^s bytes from it are hex), 15 bytes in
+/// all; "13 bytes from k have property P" by doubling too. Once for the second run (it ends
+/// before F, or is 13 long), then for the first (it ends before ':', or before an F before
+/// such a second run); a run "1" before a separator and '(' is one byte, no spreading. For k <= 31 a first run of 13 or more bytes is a
+/// card's, and a shorter one and its second run end inside the window: every bit kept is
+/// exact. `avail`: bytes from q to the end of the scanned range; bytes past it read as 0.
 inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail) noexcept {
   std::array<unsigned char, 65> padded;  // the window's 64 bytes and the one after
   if (avail < padded.size()) {           // the window passes the end: a copy with zeros after it
@@ -283,25 +322,37 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
     q = padded.data();
   }
   const auto is = [](__m256i x, char c) { return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)); };
-  const auto masks = [&](std::size_t half, std::uint64_t& hex, std::uint64_t& follower) {
+  std::uint64_t hex = 0, follower = 0, card = 0, colon = 0, one = 0, opens = 0;
+  for (std::size_t half = 0; half < 2; ++half) {
     const __m256i v = load32(q + 32 * half), next = load32(q + 32 * half + 1);
     const __m256i h = _mm256_or_si256(in_range(v, '0', '9'), in_range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
-    const __m256i f = _mm256_or_si256(_mm256_or_si256(is(v, ':'), in_range(v, '-', '/')),  // '-', '.', '/' are adjacent
-                                      _mm256_and_si256(is(v, ' '), _mm256_or_si256(in_range(next, '0', '9'), is(next, '('))));
-    hex |= std::uint64_t{bits(h)} << (32 * half);
-    follower |= std::uint64_t{bits(f)} << (32 * half);
-  };
-  std::uint64_t hex = 0, follower = 0;
-  masks(0, hex, follower);
-  masks(1, hex, follower);
-  std::uint64_t marked = hex & (follower >> 1), through = hex;
-  for (unsigned step = 1; step < 16; step *= 2) {
-    marked |= (marked >> step) & through;
-    through &= through >> step;
+    const __m256i space = is(v, ' '), dash_dot = in_range(v, '-', '.'), paren = is(next, '(');
+    const __m256i c = is(v, ':');
+    const __m256i f = _mm256_or_si256(_mm256_or_si256(c, in_range(v, '-', '/')),  // '-', '.', '/' are adjacent
+                                      _mm256_and_si256(space, _mm256_or_si256(in_range(next, '0', '9'), paren)));
+    const auto at = [half](__m256i m) { return std::uint64_t{bits(m)} << (32 * half); };
+    hex |= at(h);
+    follower |= at(f);
+    card |= at(_mm256_or_si256(h, _mm256_or_si256(space, is(v, '-'))));
+    colon |= at(c);
+    one |= at(is(v, '1'));
+    opens |= at(_mm256_and_si256(_mm256_or_si256(space, dash_dot), paren));
   }
-  const std::uint64_t hex2 = hex & (hex >> 1), hex4 = hex2 & (hex2 >> 2), hex8 = hex4 & (hex4 >> 4);
-  const std::uint64_t hex13 = hex8 & (hex4 >> 8) & (hex >> 12);
-  return static_cast<std::uint32_t>(marked | hex13);
+  const auto run_ends_before = [hex](std::uint64_t marked) {
+    std::uint64_t through = hex;
+    for (unsigned step = 1; step < 16; step *= 2) {
+      marked |= (marked >> step) & through;
+      through &= through >> step;
+    }
+    return marked;
+  };
+  const auto thirteen = [](std::uint64_t m) {
+    const std::uint64_t m2 = m & (m >> 1), m4 = m2 & (m2 >> 2), m8 = m4 & (m4 >> 4);
+    return m8 & (m4 >> 8) & (m >> 12);
+  };
+  const std::uint64_t second = run_ends_before(hex & (follower >> 1)) | thirteen(hex);
+  const std::uint64_t first = run_ends_before(hex & ((colon | (follower & (second >> 1))) >> 1));
+  return static_cast<std::uint32_t>(first | (one & (opens >> 1)) | thirteen(card));
 }
 
 /// The constants of pii_block_stops, made once per scan and opaque (avx2_bytes.hpp): built
@@ -843,7 +894,7 @@ class pii_detector {
           i += iban_shape > w ? iban_shape : w;  // skip the word (or invalid IBAN) whole
           continue;
         }
-      } else if (filtered && i >= birth_until && !detail::pii_digit_entity_may_start(t, i, hex_end, t.size())) {
+      } else if (filtered && i >= birth_until && !detail::pii_digit_entity_may_start(t, i, t.size())) {
         // Nothing starts here ("7B", "42 words"): straight to the failed-token skip below.
       } else if (digit(c) || ((c == '+' || c == '(') && digit(at(t, i + 1)))) {
         // With the skip on, the byte after a digit's first hex run rules out the formats that
