@@ -15,9 +15,7 @@
 // repeats the first text.
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -73,17 +71,13 @@ std::string prompt_of(std::size_t bytes) {
 /// data is missing.
 const std::vector<std::string>& mmlu_texts() {
   static const auto texts = [] {
-    std::vector<std::string> files;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(HEDGE_SHARED_DIR "/routing/mmlu", ec))
-      if (entry.path().extension() == ".csv") files.push_back(entry.path().string());
-    std::sort(files.begin(), files.end());
     std::vector<std::string> prompts;
-    for (const auto& file : files) {
-      const auto rows = load_labelled_csv(file);
-      if (!rows) continue;
-      for (const auto& row : *rows) prompts.push_back(row.prompt);
-    }
+    if (const auto files = csv_files_in(HEDGE_SHARED_DIR "/routing/mmlu"))
+      for (const auto& file : *files) {
+        const auto rows = load_labelled_csv(file);
+        if (!rows) continue;
+        for (const auto& row : *rows) prompts.push_back(row.prompt);
+      }
     hedge::verify::seeded_random rng{7};
     rng.shuffle(std::span<std::string>(prompts));
     std::vector<std::string> out;

@@ -2,7 +2,6 @@
 // leave-domain-out run on a subset of ../shared/routing/mmlu.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -103,10 +102,9 @@ TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path{hedge::test::shared_dir()} / "routing" / "mmlu";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "routing data not available: needs " << dir.string();
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".csv") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
+  const auto listed = csv_files_in(dir.string());
+  ASSERT_TRUE(listed.ok()) << listed.error().c_str();
+  const auto& files = *listed;
   std::vector<labelled_domain> domains;
   for (std::size_t k = 0; k < files.size(); k += 2) {
     auto rows = load_labelled_csv(files[k]);

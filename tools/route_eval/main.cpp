@@ -199,10 +199,9 @@ int main(int argc, char** argv) {
     return true;
   };
   if (!dir.empty()) {
-    std::vector<std::string> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().extension() == ".csv") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
+    auto listed = csv_files_in(dir);
+    if (!listed) return std::fprintf(stderr, "hedge-route-eval: %s\n", listed.error().c_str()), 1;
+    auto& files = *listed;
     if (limit != 0 && files.size() > limit) files.resize(limit);
     if (!load_all(files, train)) return 1;
   } else if (!load_all(train_files, train) || !load_all(test_files, test)) {
