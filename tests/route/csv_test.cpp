@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,27 @@ TEST(PromptLog, TakesTheFirstColumnOfEveryRecord) {
   auto header_only = parse_prompt_log("prompt\n");
   ASSERT_TRUE(header_only.ok());
   EXPECT_TRUE(header_only->empty());
+}
+
+// A data set's files: the .csv files of the directory only (not a directory named like one,
+// not another extension), sorted; a directory that cannot
+// be listed is an error that names it.
+TEST(CsvFiles, ListsTheCsvFilesOfADirectorySorted) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hedge_csv_files_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "nested.csv");
+  for (const char* name : {"b.csv", "a.csv", "notes.txt", "c.CSV"}) std::ofstream(dir / name) << "prompt,weak,strong\n";
+  const auto files = csv_files_in(dir.string());
+  ASSERT_TRUE(files.ok()) << files.error().c_str();
+  const std::vector<std::string> expected{(dir / "a.csv").string(), (dir / "b.csv").string()};
+  EXPECT_EQ(*files, expected);
+  fs::remove_all(dir);
+
+  const auto missing = csv_files_in(dir.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), hedge::errc::io_error);
+  EXPECT_NE(std::string(missing.error().c_str()).find(dir.string()), std::string::npos);
 }
 
 }  // namespace

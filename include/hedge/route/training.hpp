@@ -124,15 +124,16 @@ inline result<std::vector<labelled_prompt>> load_labelled_csv(const std::string&
   return parse_labelled_csv(*text, path);
 }
 
-/// The paths of the .csv files in a directory (not its subdirectories), sorted: a labelled
-/// data set such as ../shared/routing/mmlu, one file per domain.
+/// The paths of the .csv files in a directory (regular files, or links to them; not in its
+/// subdirectories), sorted: a labelled data set such as ../shared/routing/mmlu, one file
+/// per domain.
 inline result<std::vector<std::string>> csv_files_in(const std::string& dir) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) return error{errc::io_error} << "cannot list " << dir << ": " << ec.message();
   std::vector<std::string> files;
   for (const auto& entry : it)
-    if (entry.path().extension() == ".csv") files.push_back(entry.path().string());
+    if (entry.path().extension() == ".csv" && entry.is_regular_file(ec)) files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   return files;
 }
