@@ -303,6 +303,16 @@ inline constexpr pii_nibble_tables pii_after2_rules =
                 {pii_rule::dob, nibbles({2}), letter_rows},
                 {pii_rule::dash_after_hex, group_lo, group_hi}});
 
+/// The constants of pii_digit_run_bits, made once per scan and opaque (pii_stop_constants).
+struct pii_digit_constants {
+  __m256i case_bit = opaque(_mm256_set1_epi8(0x20)), space = opaque(_mm256_set1_epi8(' ')),
+          paren = opaque(_mm256_set1_epi8('(')), colon = opaque(_mm256_set1_epi8(':')),
+          dash = opaque(_mm256_set1_epi8('-')), one = opaque(_mm256_set1_epi8('1'));
+  byte_range digits = byte_range{'0', '9'}.kept(), hex_letters = byte_range{'a', 'f'}.kept(),
+             separators = byte_range{'-', '/'}.kept(),  // '-', '.', '/' are adjacent
+      dash_dot = byte_range{'-', '.'}.kept();
+};
+
 /// Bit k set when pii_digit_entity_may_start holds at q + k (for any byte; the caller keeps
 /// the digits), from the bit masks of the 64 bytes at q and the one after: hex bytes H,
 /// followers F, card bytes C, ':' and a separator before '('. "The hex run from k ends
@@ -314,29 +324,28 @@ inline constexpr pii_nibble_tables pii_after2_rules =
 /// such a second run); a run "1" before a separator and '(' is one byte, no spreading. For k <= 31 a first run of 13 or more bytes is a
 /// card's, and a shorter one and its second run end inside the window: every bit kept is
 /// exact. `avail`: bytes from q to the end of the scanned range; bytes past it read as 0.
-inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail) noexcept {
+inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail, const pii_digit_constants& k) noexcept {
   std::array<unsigned char, 65> padded;  // the window's 64 bytes and the one after
   if (avail < padded.size()) {           // the window passes the end: a copy with zeros after it
     padded.fill(0);
     std::memcpy(padded.data(), q, avail);
     q = padded.data();
   }
-  const auto is = [](__m256i x, char c) { return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)); };
   std::uint64_t hex = 0, follower = 0, card = 0, colon = 0, one = 0, opens = 0;
   for (std::size_t half = 0; half < 2; ++half) {
     const __m256i v = load32(q + 32 * half), next = load32(q + 32 * half + 1);
-    const __m256i h = _mm256_or_si256(in_range(v, '0', '9'), in_range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 'f'));
-    const __m256i space = is(v, ' '), dash_dot = in_range(v, '-', '.'), paren = is(next, '(');
-    const __m256i c = is(v, ':');
-    const __m256i f = _mm256_or_si256(_mm256_or_si256(c, in_range(v, '-', '/')),  // '-', '.', '/' are adjacent
-                                      _mm256_and_si256(space, _mm256_or_si256(in_range(next, '0', '9'), paren)));
+    const __m256i h = _mm256_or_si256(in_range(v, k.digits), in_range(_mm256_or_si256(v, k.case_bit), k.hex_letters));
+    const __m256i space = _mm256_cmpeq_epi8(v, k.space), paren = _mm256_cmpeq_epi8(next, k.paren);
+    const __m256i c = _mm256_cmpeq_epi8(v, k.colon);
+    const __m256i f = _mm256_or_si256(_mm256_or_si256(c, in_range(v, k.separators)),
+                                      _mm256_and_si256(space, _mm256_or_si256(in_range(next, k.digits), paren)));
     const auto at = [half](__m256i m) { return std::uint64_t{bits(m)} << (32 * half); };
     hex |= at(h);
     follower |= at(f);
-    card |= at(_mm256_or_si256(h, _mm256_or_si256(space, is(v, '-'))));
+    card |= at(_mm256_or_si256(h, _mm256_or_si256(space, _mm256_cmpeq_epi8(v, k.dash))));
     colon |= at(c);
-    one |= at(is(v, '1'));
-    opens |= at(_mm256_and_si256(_mm256_or_si256(space, dash_dot), paren));
+    one |= at(_mm256_cmpeq_epi8(v, k.one));
+    opens |= at(_mm256_and_si256(_mm256_or_si256(space, in_range(v, k.dash_dot)), paren));
   }
   const auto run_ends_before = [hex](std::uint64_t marked) {
     std::uint64_t through = hex;
@@ -365,6 +374,7 @@ struct pii_stop_constants {
   lookup byte, before, after, after2;
   __m256i nibble, case_bit, birth;
   byte_range digits, lower;
+  pii_digit_constants digit;  ///< for blocks with digits
 
   pii_stop_constants() noexcept
       : byte(tables(pii_byte_rules)),
@@ -412,7 +422,7 @@ HEDGE_ALWAYS_INLINE std::uint32_t pii_block_stops(const unsigned char* q, std::s
   // entity may start (rare in prose: looked at only in blocks with digits).
   const std::uint32_t digits = bits(in_range(v, k.digits));
   if (digits == 0) return stops;
-  return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail)));
+  return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail, k.digit)));
 }
 
 /// AVX2: 32 bytes per step into a stop mask. The cursor keeps the mask of the block it
