@@ -11,7 +11,8 @@
 // own tile. bytes/s counts the tile's K+V bytes per pass, and `bw_fraction` compares it
 // with the DRAM read bandwidth at the same thread count: no decode built from these loops
 // can stream K/V faster than this on this CPU, so a `bw_fraction` target above this
-// benchmark's cannot be met with this arithmetic (docs/attention.md, "Ceiling").
+// benchmark's cannot be met with this arithmetic (docs/attention.md, "Ceiling: the
+// `bw_fraction` this CPU allows").
 // `cycles_per_position`: the calling thread's user cycles per (position, KV head), which
 // unlike bytes/s does not move with the core clock (on a shared guest it does, by 30 %).
 #include <benchmark/benchmark.h>
