@@ -34,14 +34,14 @@ struct byte_range {
   byte_range(char lo, char hi) noexcept
       : move(_mm256_set1_epi8(static_cast<char>(-128 - lo))),
         bound(_mm256_set1_epi8(static_cast<char>(-128 + (hi - lo + 1)))) {}
-  /// The same range, its constants made opaque (built once, outside a loop).
-  [[nodiscard]] byte_range kept() const noexcept {
-    byte_range r = *this;
-    r.move = opaque(r.move);
-    r.bound = opaque(r.bound);
-    return r;
-  }
 };
+
+/// r, its constants opaque (for a range made once, before a loop).
+HEDGE_ALWAYS_INLINE byte_range opaque(byte_range r) noexcept {
+  r.move = opaque(r.move);
+  r.bound = opaque(r.bound);
+  return r;
+}
 
 /// Bytes of v in the range r, as 0xff / 0.
 HEDGE_ALWAYS_INLINE __m256i in_range(__m256i v, const byte_range& r) noexcept {

@@ -19,11 +19,11 @@
 // Plain-run skip (`find`, `first`): most prompt bytes are letters, spaces and punctuation
 // that no matcher can start on. A pre-scan (AVX2: 32 bytes per step) finds the next
 // "stop" byte (`pii_stop`): '@'; a digit after a letter (an IBAN's, or a hex group's) or
-// where its hex runs show an entity may start (`pii_digit_entity_may_start`: a third
-// group, 13 card bytes, ':', or a separator before '('); '(' or '+' before a digit (a
-// phone); ':' before ':' (IPv6); ':' or '-' after a hex letter and before what a next
-// group starts with (`pii_group_byte`; for '-', the next two bytes: MAC and IPv6 groups
-// written in letters); or a letter that starts a run (the byte before is not a
+// where its hex runs show an entity may start (`pii_digit_entity_may_start`: 13 card
+// bytes, ':' after the first run, "1" before a separator and '(', or a second run between
+// two followers); '(' or '+' before a digit (a phone); ':' before ':' (IPv6); ':' or '-'
+// after a hex letter and before a hex character (`pii_group_byte`; for '-', the next two
+// bytes: MAC and IPv6 groups written in letters); or a letter that starts a run (the byte before is not a
 // letter) with "bir", "bor" or "dob" in any case (a birth keyword may begin there; "do",
 // "both", "big" are ordinary words). Every other byte, including every byte from 0x80, is
 // plain. The scan jumps to the start of the letter run before that stop and runs the
@@ -38,8 +38,8 @@
 // - every entity but e-mail needs a stop at most one letter run after its start, and that
 //   run ends at it: IBAN, 2 upper-case letters then a digit; MAC and IPv6, at most 4 hex
 //   letters then a digit, or ':' or '-' before the next group (their run ends in a hex
-//   letter; a MAC's group after '-' is two hex digits, an IPv6 group after ':' is hex or
-//   the second ':' of "::"); dates, cards,
+//   letter; a MAC's group after '-' is two hex characters, an IPv6 group after ':' is
+//   hex, and "abcd::" stops at "::"); dates, cards,
 //   phones, SSNs, IPs start with a digit or at '(' / '+' before one. A text date of birth
 //   is only looked for inside a birth window, and the skip is off inside one;
 // - an e-mail is matched at its '@' (a stop), backwards to the end of the previous match,
@@ -183,16 +183,20 @@ constexpr bool pii_follower(std::string_view t, std::size_t p, std::size_t end) 
 constexpr bool pii_card_byte(unsigned char c) noexcept { return pii_hex(c) || c == ' ' || c == '-'; }
 
 /// Whether an entity other than a text date (looked for in birth windows only) may start
-/// at the digit at i of t[0, end), from the two hex runs there. Every digit format but a
-/// card in one or two groups has a third group: its first run is followed by a separator
-/// and its second by another (MAC "12-34-", SSN "123-45-", IPv4 "1.2.", numeric dates
-/// "2024-05-" and "14/05/", North American phones "555 123 " and "1-800-"), or its first is
-/// followed by ':' (MAC, IPv6 "2001:", "1::") or is "1" before a separator and '(' (phones
-/// "1-(800)", "1 (800)"). A card of 13-19 digits in one group, or in two joined by a space or a dash,
-/// starts with 13 card bytes. So a digit that starts none of these starts nothing: the
-/// decimals, ranges, fractions and times of prose ("3.14 m", "10-20 years", "1/2 of")
-/// cost a few compares instead of every matcher. Runs are read 13 bytes far at most: from
-/// there the card rule holds.
+/// at the digit at i of t[0, end), from the two hex runs there. It may when
+/// - the 13 bytes from i are card bytes: a card of 13-19 digits in one group, or in two
+///   joined by a space or a dash, starts so;
+/// - the first run is followed by ':' (MAC "12:", IPv6 "2001:", "1::");
+/// - the first run is "1", then '-', '.' or ' ', then '(' (phones "1-(800)", "1 (800)");
+/// - or the first run is followed by a follower (pii_follower) and a second run that is
+///   followed by another: every other digit format has a third group (MAC "12-34-", SSN
+///   "123-45-", IPv4 "1.2.", numeric dates "2024-05-" and "14/05/", North American phones
+///   "555 123 " and "1-800-"). Runs are read 13 bytes far at most (a longer first run
+///   makes 13 card bytes anyway), and a second run of 13 or more counts as followed: no
+///   format needs that, but it keeps the definition within what the vector pass sees.
+/// So a digit that starts none of these starts nothing: the decimals, ranges, fractions
+/// and times of prose ("3.14 m", "10-20 years", "1/2 of", "10 20") cost a few compares
+/// instead of every matcher.
 constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t end) noexcept {
   std::size_t n = 0;
   while (n < 13 && pii_card_byte(pii_byte(t, i + n, end))) ++n;
@@ -206,20 +210,21 @@ constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std
   return r2 != r + 1 && (r2 - (r + 1) == 13 || pii_follower(t, r2, end));
 }
 
-/// Whether c may follow the ':' or '-' after a MAC or IPv6 group written in letters: a hex
-/// digit or ':'. Tested as one nibble-table condition (high nibble 3, 4 or 6, low nibble
-/// 0-10), so '@', 'G'-'J', '`' and 'g'-'j' pass too: the stops stay a superset.
+/// Whether c may start the group after the ':' or '-' that follows a MAC or IPv6 group
+/// written in letters: a hex character (the second ':' of "::" is a stop of its own).
+/// Tested as one nibble-table condition (high nibble 3, 4 or 6, low nibble 0-9), so '@',
+/// 'G'-'I', '`' and 'g'-'i' pass too: the stops stay a superset.
 constexpr bool pii_group_byte(unsigned char c) noexcept {
   const unsigned hi = c >> 4, lo = c & 15u;
-  return (hi == 3 || hi == 4 || hi == 6) && lo <= 10;
+  return (hi == 3 || hi == 4 || hi == 6) && lo <= 9;
 }
 
 /// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
 /// before 0 and from `end` on read as 0.
 constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
   const unsigned char c = pii_byte(t, k, end), prev = k > 0 ? pii_byte(t, k - 1, end) : 0, next = pii_byte(t, k + 1, end);
-  // The runs are read 13 bytes far at most: every digit of a long run is a stop, and a full
-  // walk from each would make the scan quadratic in the run's length.
+  // The runs are read 13 bytes far at most (pii_digit_entity_may_start): a walk to the end
+  // of a long run from each of its digits would make the scan quadratic in its length.
   if (pii_digit(c)) return pii_letter(prev) || pii_digit_entity_may_start(t, k, end);
   return c == '@' || ((c == '(' || c == '+') && pii_digit(next)) || (c == ':' && next == ':') ||
          (c == ':' && pii_hex_letter(prev) && pii_group_byte(next)) ||
@@ -282,35 +287,43 @@ constexpr pii_nibble_tables pii_tables(std::initializer_list<pii_condition> cond
 // Their conditions on the byte, the byte before it, after it, and the one after that.
 inline constexpr std::uint16_t any_digit = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
 inline constexpr std::uint16_t letter_rows = nibbles({4, 6});  // A-O, a-o
-inline constexpr std::uint16_t group_lo = nibbles({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}), group_hi = nibbles({3, 4, 6});
-inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({{pii_rule::at_sign, nibbles({0}), nibbles({4})},
-                                                                 {pii_rule::opens_before_digit, nibbles({8, 11}), nibbles({2})},
-                                                                 {pii_rule::double_colon, nibbles({10}), nibbles({3})},
-                                                                 {pii_rule::colon_after_hex, nibbles({10}), nibbles({3})},
-                                                                 {pii_rule::dash_after_hex, nibbles({13}), nibbles({2})},
-                                                                 {pii_rule::bir_bor, nibbles({2}), letter_rows},
-                                                                 {pii_rule::dob, nibbles({4}), letter_rows}});
-inline constexpr pii_nibble_tables pii_before_rules =
-    pii_tables({{pii_rule::colon_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}, {pii_rule::dash_after_hex, nibbles({1, 2, 3, 4, 5, 6}), letter_rows}});
-inline constexpr pii_nibble_tables pii_after_rules = pii_tables({{pii_rule::opens_before_digit, any_digit, nibbles({3})},
-                                                                  {pii_rule::double_colon, nibbles({10}), nibbles({3})},
-                                                                  {pii_rule::colon_after_hex, group_lo, group_hi},
-                                                                  {pii_rule::dash_after_hex, group_lo, group_hi},
-                                                                  {pii_rule::bir_bor, nibbles({9, 15}), letter_rows},
-                                                                  {pii_rule::dob, nibbles({15}), letter_rows}});
-inline constexpr pii_nibble_tables pii_after2_rules =
-    pii_tables({{pii_rule::bir_bor, nibbles({2}), nibbles({5, 7})},
-                {pii_rule::dob, nibbles({2}), letter_rows},
-                {pii_rule::dash_after_hex, group_lo, group_hi}});
+inline constexpr std::uint16_t hex_letter_lo = nibbles({1, 2, 3, 4, 5, 6});  // with letter_rows: A-F, a-f
+inline constexpr std::uint16_t group_lo = any_digit, group_hi = nibbles({3, 4, 6});  // pii_group_byte
+inline constexpr pii_nibble_tables pii_byte_rules = pii_tables({
+    {pii_rule::at_sign, nibbles({0}), nibbles({4})},
+    {pii_rule::opens_before_digit, nibbles({8, 11}), nibbles({2})},
+    {pii_rule::double_colon, nibbles({10}), nibbles({3})},
+    {pii_rule::colon_after_hex, nibbles({10}), nibbles({3})},
+    {pii_rule::dash_after_hex, nibbles({13}), nibbles({2})},
+    {pii_rule::bir_bor, nibbles({2}), letter_rows},
+    {pii_rule::dob, nibbles({4}), letter_rows},
+});
+inline constexpr pii_nibble_tables pii_before_rules = pii_tables({
+    {pii_rule::colon_after_hex, hex_letter_lo, letter_rows},
+    {pii_rule::dash_after_hex, hex_letter_lo, letter_rows},
+});
+inline constexpr pii_nibble_tables pii_after_rules = pii_tables({
+    {pii_rule::opens_before_digit, any_digit, nibbles({3})},
+    {pii_rule::double_colon, nibbles({10}), nibbles({3})},
+    {pii_rule::colon_after_hex, group_lo, group_hi},
+    {pii_rule::dash_after_hex, group_lo, group_hi},
+    {pii_rule::bir_bor, nibbles({9, 15}), letter_rows},
+    {pii_rule::dob, nibbles({15}), letter_rows},
+});
+inline constexpr pii_nibble_tables pii_after2_rules = pii_tables({
+    {pii_rule::bir_bor, nibbles({2}), nibbles({5, 7})},
+    {pii_rule::dob, nibbles({2}), letter_rows},
+    {pii_rule::dash_after_hex, group_lo, group_hi},
+});
 
-/// The constants of pii_digit_run_bits, made once per scan and opaque (pii_stop_constants).
+/// The constants of pii_digit_run_bits, made and kept as those of pii_stop_constants.
 struct pii_digit_constants {
   __m256i case_bit = opaque(_mm256_set1_epi8(0x20)), space = opaque(_mm256_set1_epi8(' ')),
           paren = opaque(_mm256_set1_epi8('(')), colon = opaque(_mm256_set1_epi8(':')),
           dash = opaque(_mm256_set1_epi8('-')), one = opaque(_mm256_set1_epi8('1'));
-  byte_range digits = byte_range{'0', '9'}.kept(), hex_letters = byte_range{'a', 'f'}.kept(),
-             separators = byte_range{'-', '/'}.kept(),  // '-', '.', '/' are adjacent
-      dash_dot = byte_range{'-', '.'}.kept();
+  byte_range digits = opaque(byte_range{'0', '9'}), hex_letters = opaque(byte_range{'a', 'f'}),
+             separators = opaque(byte_range{'-', '/'}),  // '-', '.', '/' are adjacent
+      dash_dot = opaque(byte_range{'-', '.'});
 };
 
 /// Bit k set when pii_digit_entity_may_start holds at q + k (for any byte; the caller keeps
@@ -321,10 +334,12 @@ struct pii_digit_constants {
 /// takes the mark of the byte 2^s later when the 2^s bytes from it are hex), 15 bytes in
 /// all; "13 bytes from k have property P" by doubling too. Once for the second run (it ends
 /// before F, or is 13 long), then for the first (it ends before ':', or before an F before
-/// such a second run); a run "1" before a separator and '(' is one byte, no spreading. For k <= 31 a first run of 13 or more bytes is a
-/// card's, and a shorter one and its second run end inside the window: every bit kept is
-/// exact. `avail`: bytes from q to the end of the scanned range; bytes past it read as 0.
-inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail, const pii_digit_constants& k) noexcept {
+/// such a second run); a run "1" before a separator and '(' is one byte, no spreading. For
+/// k <= 31 a first run of 13 or more bytes makes 13 card bytes, and a shorter one and its
+/// second run end inside the window: every bit kept is exact. `avail`: bytes from q to
+/// the end of the scanned range; bytes past it read as 0.
+inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avail,
+                                        const pii_digit_constants& k) noexcept {
   std::array<unsigned char, 65> padded;  // the window's 64 bytes and the one after
   if (avail < padded.size()) {           // the window passes the end: a copy with zeros after it
     padded.fill(0);
@@ -364,9 +379,10 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
   return static_cast<std::uint32_t>(first | (one & (opens >> 1)) | thirteen(card));
 }
 
-/// The constants of pii_block_stops, made once per scan and opaque (avx2_bytes.hpp): built
-/// in the block itself, GCC rebuilt them from immediates in every block, a fifth of its
-/// instructions.
+/// The constants of pii_block_stops, made once per pii_prescan::next call (once per stop,
+/// and once more, in a scan) and opaque (avx2_bytes.hpp): built in the block itself, GCC
+/// rebuilt them from immediates in every block, a fifth of its instructions. (Not members
+/// of the cursor: it is made in constant evaluation too, where intrinsics cannot run.)
 struct pii_stop_constants {
   struct lookup {
     __m256i lo, hi;
@@ -384,8 +400,8 @@ struct pii_stop_constants {
         nibble(opaque(_mm256_set1_epi8(0x0f))),
         case_bit(opaque(_mm256_set1_epi8(0x20))),
         birth(opaque(_mm256_set1_epi8(static_cast<char>((1u << pii_rule::bir_bor) | (1u << pii_rule::dob))))),
-        digits(byte_range{'0', '9'}.kept()),
-        lower(byte_range{'a', 'z'}.kept()) {}
+        digits(opaque(byte_range{'0', '9'})),
+        lower(opaque(byte_range{'a', 'z'})) {}
 
   /// Rule bits of the byte classes of x (pii_nibble_tables).
   [[nodiscard]] HEDGE_ALWAYS_INLINE __m256i classes(__m256i x, const lookup& t) const noexcept {
@@ -395,7 +411,9 @@ struct pii_stop_constants {
   }
 
  private:
-  static lookup tables(const pii_nibble_tables& t) noexcept { return {opaque(broadcast16(t.lo)), opaque(broadcast16(t.hi))}; }
+  static lookup tables(const pii_nibble_tables& t) noexcept {
+    return {opaque(broadcast16(t.lo)), opaque(broadcast16(t.hi))};
+  }
 };
 
 /// Stop bits (bit k: byte k) of the 32 bytes at q, as pii_stop defines them. `avail`: bytes
@@ -887,7 +905,6 @@ class pii_detector {
       };
       // With the skip on, a digit's first hex run decides which digit formats may start.
       const bool filtered = SkipPlainRuns && digit(c);
-      const std::size_t hex_end = filtered ? detail::pii_hex_run_end(t, i, t.size()) : i;
       if (alpha(c)) {
         // Cheap pre-checks on the letter run keep ordinary words at a few compares each.
         const std::size_t w = alpha_run(t, i);
@@ -910,7 +927,7 @@ class pii_detector {
         // With the skip on, the byte after a digit's first hex run rules out the formats that
         // need another separator there (MAC ':' or '-', IPv6 ':', SSN '-', IPv4 '.', numeric
         // date '-', '/' or '.'), so "2024-05-14" and "3.2.1" try two or three matchers, not all.
-        const char sep = filtered ? at(t, hex_end) : '\0';
+        const char sep = filtered ? at(t, detail::pii_hex_run_end(t, i, t.size())) : '\0';
         if (on(pii_entity::mac) && (!filtered || sep == ':' || sep == '-')) attempt(pii_entity::mac, match_mac(t, i));
         if (on(pii_entity::ipv6) && (!filtered || sep == ':')) attempt(pii_entity::ipv6, match_ipv6(t, i));
         if (on(pii_entity::ssn) && (!filtered || sep == '-')) attempt(pii_entity::ssn, match_ssn(t, i));
