@@ -520,9 +520,10 @@ class pii_detector {
   }
 
  private:
+  // The matchers read `char`s; the byte classes are the pre-scan's (detail::pii_*).
   static constexpr bool digit(char c) noexcept { return detail::pii_digit(static_cast<unsigned char>(c)); }
   static constexpr bool upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
-  static constexpr bool alpha(char c) noexcept { return upper(c) || (c >= 'a' && c <= 'z'); }
+  static constexpr bool alpha(char c) noexcept { return detail::pii_letter(static_cast<unsigned char>(c)); }
   static constexpr bool alnum(char c) noexcept { return digit(c) || alpha(c); }
   static constexpr bool hex(char c) noexcept { return detail::pii_hex(static_cast<unsigned char>(c)); }
   static constexpr char lower(char c) noexcept { return upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
