@@ -316,7 +316,8 @@ inline constexpr pii_nibble_tables pii_after2_rules = pii_tables({
     {pii_rule::dash_after_hex, group_lo, group_hi},
 });
 
-/// The constants of pii_digit_run_bits, made and kept as those of pii_stop_constants.
+/// The constants of pii_digit_run_bits, made and kept as those of pii_stop_constants (which
+/// extends them: the case bit and the digit range serve both).
 struct pii_digit_constants {
   __m256i case_bit = opaque(_mm256_set1_epi8(0x20)), space = opaque(_mm256_set1_epi8(' ')),
           paren = opaque(_mm256_set1_epi8('(')), colon = opaque(_mm256_set1_epi8(':')),
@@ -383,14 +384,13 @@ inline std::uint32_t pii_digit_run_bits(const unsigned char* q, std::size_t avai
 /// and once more, in a scan) and opaque (avx2_bytes.hpp): built in the block itself, GCC
 /// rebuilt them from immediates in every block, a fifth of its instructions. (Not members
 /// of the cursor: it is made in constant evaluation too, where intrinsics cannot run.)
-struct pii_stop_constants {
+struct pii_stop_constants : pii_digit_constants {
   struct lookup {
     __m256i lo, hi;
   };
   lookup byte, before, after, after2;
-  __m256i nibble, case_bit, birth;
-  byte_range digits, lower;
-  pii_digit_constants digit;  ///< for blocks with digits
+  __m256i nibble, birth;
+  byte_range lower;
 
   pii_stop_constants() noexcept
       : byte(tables(pii_byte_rules)),
@@ -398,9 +398,7 @@ struct pii_stop_constants {
         after(tables(pii_after_rules)),
         after2(tables(pii_after2_rules)),
         nibble(opaque(_mm256_set1_epi8(0x0f))),
-        case_bit(opaque(_mm256_set1_epi8(0x20))),
         birth(opaque(_mm256_set1_epi8(static_cast<char>((1u << pii_rule::bir_bor) | (1u << pii_rule::dob))))),
-        digits(opaque(byte_range{'0', '9'})),
         lower(opaque(byte_range{'a', 'z'})) {}
 
   /// Rule bits of the byte classes of x (pii_nibble_tables).
@@ -440,7 +438,7 @@ HEDGE_ALWAYS_INLINE std::uint32_t pii_block_stops(const unsigned char* q, std::s
   // entity may start (rare in prose: looked at only in blocks with digits).
   const std::uint32_t digits = bits(in_range(v, k.digits));
   if (digits == 0) return stops;
-  return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail, k.digit)));
+  return stops | (digits & (bits(after_letter) | pii_digit_run_bits(q, avail, k)));
 }
 
 /// AVX2: 32 bytes per step into a stop mask. The cursor keeps the mask of the block it

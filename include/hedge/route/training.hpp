@@ -129,7 +129,6 @@ inline result<std::vector<labelled_prompt>> load_labelled_csv(const std::string&
 /// per domain.
 inline result<std::vector<std::string>> csv_files_in(const std::string& dir) {
   std::error_code ec;
-  const auto cannot_list = [&] { return error{errc::io_error} << "cannot list " << dir << ": " << ec.message(); };
   std::vector<std::string> files;
   // increment(ec), not ++: a failure while listing is an error, not an exception.
   for (std::filesystem::directory_iterator it(dir, ec); !ec && it != std::filesystem::directory_iterator{};
@@ -137,7 +136,7 @@ inline result<std::vector<std::string>> csv_files_in(const std::string& dir) {
     std::error_code type_ec;  // an entry whose type cannot be read (a broken link) is skipped
     if (it->path().extension() == ".csv" && it->is_regular_file(type_ec)) files.push_back(it->path().string());
   }
-  if (ec) return cannot_list();
+  if (ec) return error{errc::io_error} << "cannot list " << dir << ": " << ec.message();
   std::sort(files.begin(), files.end());
   return files;
 }
