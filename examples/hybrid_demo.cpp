@@ -15,7 +15,7 @@
 //     unsure one (simulated log-prob streams: the model layer does not exist yet).
 //
 // Usage: hedge_example_hybrid_demo [layers] [context]   (default 8 layers, context 1024)
-#include <hedge/core/thread_pool.hpp>
+#include <hedge/os/thread_pool.hpp>
 #include <hedge/hedge.hpp>
 
 #include <array>

@@ -1,7 +1,7 @@
 // The README's example: hedge's core types working together. A weight matrix
 // stored as f16 in 64-byte-aligned heap storage, viewed as a matrix, multiplied
 // by a vector with the work split across a thread pool, errors as values.
-#include <hedge/core/thread_pool.hpp>
+#include <hedge/os/thread_pool.hpp>
 #include <hedge/hedge.hpp>
 
 #include <cstdio>

@@ -137,7 +137,7 @@ void register_element() {
 }
 
 const bool registered = [] {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
   register_element<hedge::kv_f16, hedge::arch::avx2>();
   register_element<hedge::kv_q8_0, hedge::arch::avx2>();
   register_element<hedge::kv_q4_0, hedge::arch::avx2>();

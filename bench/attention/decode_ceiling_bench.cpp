@@ -17,7 +17,7 @@
 // unlike bytes/s does not move with the core clock (on a shared guest it does, by 30 %).
 #include <benchmark/benchmark.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +69,7 @@ struct ceiling_tile {
 
   /// The kernel's loops over the tile, as group_partial runs them for 4 heads (the logits
   /// are stored, as there; the weights stay fixed, as the softmax is left out).
-  HEDGE_AVX2_TARGET void pass() noexcept {
+  HEDGE_TARGET_AVX2 void pass() noexcept {
     using R = av::reader<Elem>;
     constexpr bool blocks = R::scale_block != 0;
     for (std::size_t i = 0; i < positions; i += 2)

@@ -62,7 +62,7 @@ void register_variant() {
 }
 
 const bool registered = [] {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
   register_variant<hedge::kv_f16, hedge::arch::avx2>();
   register_variant<hedge::kv_q8_0, hedge::arch::avx2>();
 #endif

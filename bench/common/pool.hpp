@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "hedge/core/thread_pool.hpp"
+#include "hedge/os/thread_pool.hpp"
 
 namespace hedge::bench {
 

@@ -84,12 +84,12 @@ void register_variant(std::size_t m) {
 template <class W>
 void register_format() {
   for (std::size_t m : {64u, 512u}) {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
     if constexpr (hk::Interleavable<W>) register_variant<W, hedge::arch::avx2, layout::repacked>(m);
     register_variant<W, hedge::arch::avx2, layout::gguf>(m);
     register_variant<W, hedge::arch::avx2, layout::rowwise>(m);
 #endif
-#if defined(__aarch64__)
+#if HEDGE_SIMD_NEON
     register_variant<W, hedge::arch::neon_dotprod, layout::gguf>(m);
     register_variant<W, hedge::arch::neon_dotprod, layout::rowwise>(m);
 #endif

@@ -123,11 +123,11 @@ void register_variant() {
 template <class W>
 void register_format() {
   hb::begin_family("gemv/" + std::string(W::name));
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
   if constexpr (hedge::kernels::Interleavable<W>) register_variant<W, hedge::arch::avx2, true>();
   register_variant<W, hedge::arch::avx2>();
 #endif
-#if defined(__aarch64__)
+#if HEDGE_SIMD_NEON
   register_variant<W, hedge::arch::neon_dotprod>();
   register_variant<W, hedge::arch::neon>();
 #endif

@@ -1,5 +1,5 @@
 // hedge/hedge.hpp: every portable hedge header (no OS-dependent ones: those,
-// such as hedge/core/thread_pool.hpp, are included explicitly). The header
+// such as hedge/os/thread_pool.hpp, are included explicitly). The header
 // check test fails when a portable header is missing here.
 #pragma once
 

@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "hedge/core/thread_pool.hpp"
+#include "hedge/os/thread_pool.hpp"
 #include "reference.hpp"
 #include "support/alloc_counter.hpp"
 
@@ -66,7 +66,7 @@ void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::siz
   };
   run(hedge::arch::scalar{}, false);
   run(hedge::arch::avx2{}, rounds_query);
-#if defined(__aarch64__)
+#if HEDGE_SIMD_NEON
   run(hedge::arch::neon{}, rounds_query);  // smull int8 q.k, also where the CPU has dotprod
   run(hedge::arch::neon_dotprod{}, rounds_query);
 #endif

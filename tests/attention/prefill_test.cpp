@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "hedge/core/thread_pool.hpp"
+#include "hedge/os/thread_pool.hpp"
 #include "reference.hpp"
 
 namespace {

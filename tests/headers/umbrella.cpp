@@ -4,8 +4,8 @@
 // makes the compiler emit and assemble the sdot path, which a header alone does not.
 #include "hedge/hedge.hpp"
 
-#if defined(__aarch64__)
-HEDGE_DOTPROD_TARGET int32x4_t hedge_umbrella_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if HEDGE_SIMD_NEON
+HEDGE_TARGET_DOTPROD int32x4_t hedge_umbrella_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
   return hedge::kernels::matmul::neon::sdot(acc, a, b);
 }
 #endif

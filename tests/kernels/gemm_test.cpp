@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "hedge/core/thread_pool.hpp"
+#include "hedge/os/thread_pool.hpp"
 #include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"

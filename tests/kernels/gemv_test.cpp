@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "hedge/core/thread_pool.hpp"
+#include "hedge/os/thread_pool.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "kernels/matmul_support.hpp"
 #include "support/alloc_counter.hpp"

@@ -37,9 +37,10 @@
 // and `arch::avx2::supported()` decides at run time whether it may run.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/compiler/barrier.hpp"
 
+#if HEDGE_SIMD_X86
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -75,21 +76,21 @@ template <>
 struct reader<kv_f32> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_AVX2_TARGET static __m256 load8(const float* v, std::size_t i) noexcept { return primitives::load8(v + i); }
+  HEDGE_TARGET_AVX2 static __m256 load8(const float* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
 struct reader<kv_f16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_AVX2_TARGET static __m256 load8(const f16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
+  HEDGE_TARGET_AVX2 static __m256 load8(const f16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
 struct reader<kv_bf16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
-  HEDGE_AVX2_TARGET static __m256 load8(const bf16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
+  HEDGE_TARGET_AVX2 static __m256 load8(const bf16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
@@ -97,14 +98,14 @@ struct reader<kv_q8_0> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = kv_q8_0::block_elements;
   using block = kv_q8_0::unit;
-  HEDGE_AVX2_TARGET static __m256 load8(const block* v, std::size_t i) noexcept {
+  HEDGE_TARGET_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + i % 32));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
   }
-  HEDGE_AVX2_TARGET static __m256i load32(const block* v, std::size_t b) noexcept {
+  HEDGE_TARGET_AVX2 static __m256i load32(const block* v, std::size_t b) noexcept {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[b].qs));
   }
-  HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
+  HEDGE_TARGET_AVX2 static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
 template <>
@@ -113,21 +114,21 @@ struct reader<kv_q4_0> {
   static constexpr std::size_t scale_block = kv_q4_0::block_elements;
   using block = kv_q4_0::unit;
   // Value j < 16 is the low nibble of byte j, value j >= 16 the high nibble of byte j - 16.
-  HEDGE_AVX2_TARGET static __m256 load8(const block* v, std::size_t i) noexcept {
+  HEDGE_TARGET_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
     const std::size_t j = i % 32;
     __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + j % 16));
     if (j >= 16) bytes = _mm_srli_epi16(bytes, 4);
     bytes = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_set1_epi32(8)));
   }
-  HEDGE_AVX2_TARGET static __m256i load32(const block* v, std::size_t b) noexcept {
+  HEDGE_TARGET_AVX2 static __m256i load32(const block* v, std::size_t b) noexcept {
     return _mm256_sub_epi8(primitives::unpack_nibbles_16(v[b].qs), _mm256_set1_epi8(8));
   }
-  HEDGE_AVX2_TARGET static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
+  HEDGE_TARGET_AVX2 static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
 /// The largest of the 8 lanes (the prefill kernel's row max).
-HEDGE_AVX2_TARGET inline float max8(__m256 v) noexcept {
+HEDGE_TARGET_AVX2 inline float max8(__m256 v) noexcept {
   __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_max_ps(x, _mm_movehl_ps(x, x));
   x = _mm_max_ss(x, _mm_movehdup_ps(x));
@@ -140,7 +141,7 @@ HEDGE_AVX2_TARGET inline float max8(__m256 v) noexcept {
 /// floats in [2^23, 2^24) are spaced 1 apart, so the sum is n + 127 + 1.5 * 2^23 and its
 /// low mantissa bits hold n + 127 (in [1, 127] here), the biased exponent of 2^n, which a
 /// shift moves into place: no round, convert or integer add (2 instructions fewer).
-HEDGE_AVX2_TARGET inline __m256 exp8(__m256 x) noexcept {
+HEDGE_TARGET_AVX2 inline __m256 exp8(__m256 x) noexcept {
   const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.f), _CMP_LT_OQ);
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.f));
   const __m256 magic = _mm256_set1_ps(12582912.f + 127.f);
@@ -164,18 +165,10 @@ HEDGE_AVX2_TARGET inline __m256 exp8(__m256 x) noexcept {
 
 /// Lane j of the result is the sum of the 8 lanes of a[j]: six hadds, two
 /// cross-lane permutes and one add for eight reductions.
-HEDGE_AVX2_TARGET inline __m256 sum8x8(const __m256* a) noexcept {
+HEDGE_TARGET_AVX2 inline __m256 sum8x8(const __m256* a) noexcept {
   const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
   const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
-/// Keeps a loaded vector in a register: without this barrier the compiler folds
-/// the load into both FMAs that use it, and two 256-bit loads per FMA pair make
-/// the logits loop load-bound (5.3 instead of 4.4 cycles per 8 FMAs, measured).
-template <class V>
-HEDGE_AVX2_TARGET inline void in_register(V& v) noexcept {
-  __asm__("" : "+x"(v));
 }
 
 /// How far ahead of the logits loop each of a task's K and V streams is prefetched.
@@ -184,7 +177,7 @@ inline constexpr std::size_t prefetch_bytes = 1024;
 /// Prefetches the cache lines of two positions' stored K and V vectors (`bytes` each)
 /// into L1, in one loop: a loop per vector costs more instructions than the prefetches.
 template <class Unit>
-HEDGE_AVX2_TARGET inline void prefetch_lines(const Unit* k0, const Unit* v0, const Unit* k1, const Unit* v1,
+HEDGE_TARGET_AVX2 inline void prefetch_lines(const Unit* k0, const Unit* v0, const Unit* k1, const Unit* v1,
                                              std::size_t bytes) noexcept {
   const char* a = reinterpret_cast<const char*>(k0);
   const char* b = reinterpret_cast<const char*>(v0);
@@ -213,7 +206,7 @@ struct group_queries {
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format (no block scale)
 template <int N, class Elem>
-HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem::unit* k0,
+HEDGE_TARGET_AVX2 inline __m256 dot2(const group_queries& q, const typename Elem::unit* k0,
                                      const typename Elem::unit* k1, std::size_t width) noexcept {
   using R = reader<Elem>;
   __m256 acc[8];
@@ -222,7 +215,7 @@ HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem
     const __m256 x0 = R::load8(k0, c), x1 = R::load8(k1, c);
     for (int n = 0; n < N; ++n) {
       __m256 qn = _mm256_load_ps(q.f[n] + c);
-      in_register(qn);
+      qn = compiler::opaque(qn);
       acc[n] = _mm256_fmadd_ps(qn, x0, acc[n]);
       acc[4 + n] = _mm256_fmadd_ps(qn, x1, acc[4 + n]);
     }
@@ -245,7 +238,7 @@ HEDGE_AVX2_TARGET inline __m256 dot2(const group_queries& q, const typename Elem
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format (q8_0 or q4_0)
 template <int N, class Elem>
-HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typename Elem::unit* k0,
+HEDGE_TARGET_AVX2 inline __m256 dot2_blocks(const group_queries& q, const typename Elem::unit* k0,
                                             const typename Elem::unit* k1, std::size_t blocks) noexcept {
   using R = reader<Elem>;
   __m256 acc[8];
@@ -257,8 +250,8 @@ HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typena
       const __m256i qn = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.q[n] + 32 * b));
       __m256i an = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.a[n] + 32 * b));
       __m256 dq = _mm256_load_ps(q.d[n][b]);
-      in_register(an);
-      in_register(dq);
+      an = compiler::opaque(an);
+      dq = compiler::opaque(dq);
       const __m256 p0 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(an, _mm256_sign_epi8(x0, qn)));
       const __m256 p1 = _mm256_cvtepi32_ps(primitives::dot_u8s8_i32(an, _mm256_sign_epi8(x1, qn)));
       acc[n] = _mm256_fmadd_ps(p0, _mm256_mul_ps(d0, dq), acc[n]);
@@ -271,7 +264,7 @@ HEDGE_AVX2_TARGET inline __m256 dot2_blocks(const group_queries& q, const typena
 /// Logits of keys k0 and k1 for N query heads in the format's way: dot2 for float keys,
 /// dot2_blocks for block-quantized ones (`units` blocks, `width` values per vector).
 template <int N, class Elem>
-HEDGE_AVX2_TARGET inline __m256 pair_logits(const group_queries& q, const typename Elem::unit* k0,
+HEDGE_TARGET_AVX2 inline __m256 pair_logits(const group_queries& q, const typename Elem::unit* k0,
                                             const typename Elem::unit* k1, std::size_t units,
                                             std::size_t width) noexcept {
   if constexpr (reader<Elem>::scale_block != 0)
@@ -285,7 +278,7 @@ HEDGE_AVX2_TARGET inline __m256 pair_logits(const group_queries& q, const typena
 /// positions per multiply (an odd count's last pair repeats its last position, whose
 /// second half weighs 0), so the value loop multiplies raw int8 values.
 template <class Elem>
-HEDGE_AVX2_TARGET inline void fold_value_scales(const typename Elem::unit* const* values, std::size_t count,
+HEDGE_TARGET_AVX2 inline void fold_value_scales(const typename Elem::unit* const* values, std::size_t count,
                                                 std::size_t units, const float* weights, float* scaled,
                                                 std::size_t stride) noexcept {
   using R = reader<Elem>;
@@ -305,7 +298,7 @@ HEDGE_AVX2_TARGET inline void fold_value_scales(const typename Elem::unit* const
 /// \tparam Lanes 8-float vectors of output per query head kept in registers
 /// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
-HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_dim],
+HEDGE_TARGET_AVX2 inline void accumulate_values(float (*acc)[attention_max_head_dim],
                                                 const typename Elem::unit* const* values, std::size_t count,
                                                 const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
@@ -336,7 +329,7 @@ HEDGE_AVX2_TARGET inline void accumulate_values(float (*acc)[attention_max_head_
 
 /// Copies the N queries starting at `first` into `q` in the form the key format's dot product reads.
 template <int N, class Elem>
-HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::size_t width,
+HEDGE_TARGET_AVX2 void load_queries(const float* queries, std::size_t dim, std::size_t width,
                                     group_queries& q) noexcept {
   for (int n = 0; n < N; ++n) {
     prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
@@ -354,7 +347,7 @@ HEDGE_AVX2_TARGET void load_queries(const float* queries, std::size_t dim, std::
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format
 template <int N, class Elem>
-HEDGE_AVX2_TARGET void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
+HEDGE_TARGET_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
                                      const attention_params& p, const decode_task& task,
                                      std::size_t first) noexcept {
   using R = reader<Elem>;

@@ -33,14 +33,15 @@
 // of the Q8_0-rounded query, as in the AVX2 kernel; the tests hold both to the
 // bounds in docs/attention.md.
 //
-// The dot-product entry carries a target attribute (HEDGE_DOTPROD_TARGET, as
+// The dot-product entry carries a target attribute (HEDGE_TARGET_DOTPROD, as
 // the NEON GEMV), so a baseline armv8-a build contains it; arch::neon_dotprod's
 // `supported()` says whether it may run.
 #pragma once
 
-#if defined(__aarch64__)
-#include <arm_neon.h>
+#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/compiler/unroll.hpp"
 
+#if HEDGE_SIMD_NEON
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -185,11 +186,11 @@ inline float32x4x2_t dot2(const group_queries& q, const typename Elem::unit* k0,
                           std::size_t width) noexcept {
   using R = reader<Elem>;
   float32x4_t acc[8];
-#pragma GCC unroll 8
+HEDGE_UNROLL(8)
   for (int n = 0; n < 8; ++n) acc[n] = vdupq_n_f32(0.f);
   for (std::size_t c = 0; c < width; c += 4) {
     const float32x4_t x0 = R::load4(k0, c), x1 = R::load4(k1, c);
-#pragma GCC unroll 4
+HEDGE_UNROLL(4)
     for (int n = 0; n < N; ++n) {
       const float32x4_t qn = vld1q_f32(q.f[n] + c);
       acc[n] = vfmaq_f32(acc[n], qn, x0);
@@ -211,12 +212,12 @@ inline float32x4x2_t dot2_blocks(const group_queries& q, const typename Elem::un
   using R = reader<Elem>;
   const Dot dot;
   float32x4_t acc[8];
-#pragma GCC unroll 8
+HEDGE_UNROLL(8)
   for (int n = 0; n < 8; ++n) acc[n] = vdupq_n_f32(0.f);
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8x16x2_t x0 = R::load32(k0, b), x1 = R::load32(k1, b);
     const float d0 = R::scale(k0, b), d1 = R::scale(k1, b);
-#pragma GCC unroll 4
+HEDGE_UNROLL(4)
     for (int n = 0; n < N; ++n) {
       const int8x16_t lo = vld1q_s8(q.q[n] + 32 * b), hi = vld1q_s8(q.q[n] + 32 * b + 16);
       const int32x4_t p0 = dot(dot(vdupq_n_s32(0), x0.val[0], lo), x0.val[1], hi);
@@ -234,7 +235,7 @@ template <int N, int Lanes>
 inline void fma_heads(float32x4_t (&a)[N][Lanes], const float32x4_t (&x)[Lanes], float32x4_t w) noexcept {
   [&]<int... n>(std::integer_sequence<int, n...>) {
     const auto head = [&]<int h>(std::integral_constant<int, h>) {
-#pragma GCC unroll 8
+HEDGE_UNROLL(8)
       for (int l = 0; l < Lanes; ++l) a[h][l] = vfmaq_laneq_f32(a[h][l], x[l], w, h);
     };
     (head(std::integral_constant<int, n>{}), ...);
@@ -251,9 +252,9 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
                               std::size_t count, const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
   float32x4_t a[N][Lanes];
-#pragma GCC unroll 4
+HEDGE_UNROLL(4)
   for (int n = 0; n < N; ++n)
-#pragma GCC unroll 8
+HEDGE_UNROLL(8)
     for (int l = 0; l < Lanes; ++l) a[n][l] = vld1q_f32(acc[n] + c + 4 * l);
   for (std::size_t i = 0; i < count; ++i) {
     const typename Elem::unit* v = values[i];
@@ -261,10 +262,10 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
     if constexpr (Lanes == 1) {
       x[0] = R::load4(v, c);
     } else {
-#pragma GCC unroll 2
+HEDGE_UNROLL(2)
       for (int l = 0; l < Lanes; l += 4) {
         const float32x4x4_t chunk = R::load16(v, c + 4 * l);
-#pragma GCC unroll 4
+HEDGE_UNROLL(4)
         for (int k = 0; k < 4; ++k) x[l + k] = chunk.val[k];
       }
     }
@@ -272,9 +273,9 @@ inline void accumulate_values(float (*acc)[attention_max_head_dim], const typena
     if constexpr (R::scale_block != 0) w = vmulq_n_f32(w, R::scale(v, c / R::scale_block));
     fma_heads<N, Lanes>(a, x, w);
   }
-#pragma GCC unroll 4
+HEDGE_UNROLL(4)
   for (int n = 0; n < N; ++n)
-#pragma GCC unroll 8
+HEDGE_UNROLL(8)
     for (int l = 0; l < Lanes; ++l) vst1q_f32(acc[n] + c + 4 * l, a[n][l]);
 }
 
@@ -395,7 +396,7 @@ void decode_partial(arch::neon, const kv_sequence_view<Elem>& kv, std::size_t la
 /// NEON decode kernel with int8 q.k by sdot; float formats have no int8 work and take the neon one.
 /// \tparam Elem the KV element format
 template <KvElement Elem>
-HEDGE_DOTPROD_TARGET void decode_partial(arch::neon_dotprod, const kv_sequence_view<Elem>& kv, std::size_t layer,
+HEDGE_TARGET_DOTPROD void decode_partial(arch::neon_dotprod, const kv_sequence_view<Elem>& kv, std::size_t layer,
                                          const attention_params& p, const decode_task& task) noexcept {
   if constexpr (attention_neon::reader<Elem>::available && attention_neon::reader<Elem>::scale_block != 0)
     attention_neon::partial<kernels::matmul::neon::sdot_dot>(kv, layer, p, task);

@@ -13,9 +13,9 @@
 // broadcast A, two B vectors per k): about 2 FMAs per load.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "hedge/compiler/intrinsics.hpp"
 
+#if HEDGE_SIMD_X86
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -39,7 +39,7 @@ namespace prefill_avx2 {
 /// \tparam Accumulate add to C (true) or overwrite it; a template argument so the
 ///                    accumulators stay in registers (a run-time flag made GCC spill them)
 template <int R, bool Accumulate>
-HEDGE_AVX2_TARGET inline void micro_4x16(const float* a, std::size_t lda, const float* b, std::size_t ldb,
+HEDGE_TARGET_AVX2 inline void micro_4x16(const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                           std::size_t k, float* c, std::size_t ldc) noexcept {
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r)
@@ -59,7 +59,7 @@ HEDGE_AVX2_TARGET inline void micro_4x16(const float* a, std::size_t lda, const 
 /// C[rows x cols] (+)= A B with cols a multiple of 16.
 /// \tparam Accumulate add to C (true) or overwrite it
 template <bool Accumulate>
-HEDGE_AVX2_TARGET inline void gemm(const float* a, std::size_t lda, const float* b, std::size_t ldb, std::size_t k,
+HEDGE_TARGET_AVX2 inline void gemm(const float* a, std::size_t lda, const float* b, std::size_t ldb, std::size_t k,
                                    float* c, std::size_t ldc, std::size_t rows, std::size_t cols) noexcept {
   for (std::size_t r = 0; r < rows; r += 4) {
     for (std::size_t j = 0; j < cols; j += 16) {
@@ -78,7 +78,7 @@ HEDGE_AVX2_TARGET inline void gemm(const float* a, std::size_t lda, const float*
 /// One stored head vector as `padded` floats (block scales applied, zero-padded).
 /// \tparam Elem the KV element format
 template <class Elem>
-HEDGE_AVX2_TARGET inline void dequantize(const typename Elem::unit* v, std::size_t width, std::size_t padded,
+HEDGE_TARGET_AVX2 inline void dequantize(const typename Elem::unit* v, std::size_t width, std::size_t padded,
                                           float* out) noexcept {
   using R = attention_avx2::reader<Elem>;
   for (std::size_t c = 0; c < width; c += 8) {
@@ -92,7 +92,7 @@ HEDGE_AVX2_TARGET inline void dequantize(const typename Elem::unit* v, std::size
 /// One prefill item (see the file comment for the scratch layout).
 /// \tparam Elem the KV element format
 template <class Elem>
-HEDGE_AVX2_TARGET void tile(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+HEDGE_TARGET_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                              const prefill_task& t) noexcept {
   using R = attention_avx2::reader<Elem>;
   constexpr std::size_t bk = prefill_key_tile;

@@ -7,12 +7,12 @@
 //   scalar <- avx2 <- avx512bw <- avx512vnni        scalar <- neon <- neon_dotprod
 //             avx2 <- avxvnni
 //
-// `arch::native` is the best tag the compiler targets (static dispatch, the
-// default everywhere). A benchmark or typed test can instantiate several tags
-// in one binary and ask `supported()` which ones this CPU can run.
-// When xsimd is available each SIMD tag names the xsimd arch for its float
-// lanes (`xsimd_arch`); xsimd 8.1 has no int8 dot products, which hedge adds
-// as its own per-tag primitives in the kernels layer.
+// Every SIMD kernel is an overload on one of these tags, compiled with the tag's
+// function target attribute (compiler/attributes.hpp), so one binary can hold
+// several variants. `arch::native` is the best tag the compiler targets (the
+// build's -march); `arch::compiled` lists the tags whose kernels this build
+// contains; core/dispatch.hpp picks among them at run time (`arch::best`).
+// Which tags have kernels of their own is listed in docs/kernels.md.
 #pragma once
 
 #include <concepts>
@@ -21,14 +21,10 @@
 
 #include "hedge/core/config.hpp"
 
-#if HEDGE_HAS_XSIMD
-#include <xsimd/xsimd.hpp>
-#endif
-
 namespace hedge::arch {
 
 namespace detail {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
 /// x86 features this library dispatches on, read once with CPUID and checked
 /// against XCR0 so a feature the OS does not save on context switch is "absent".
 struct x86_features {
@@ -83,22 +79,19 @@ struct avx2 : scalar {
   static constexpr std::string_view name = "avx2";
   static constexpr std::size_t vector_bytes = 32;
   static bool supported() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
     return detail::cpu().avx2 && detail::cpu().fma && detail::cpu().f16c;
 #else
     return false;
 #endif
   }
-#if HEDGE_HAS_XSIMD && (defined(__x86_64__) || defined(__i386__))
-  using xsimd_arch = xsimd::fma3<xsimd::avx2>;
-#endif
 };
 
 /// x86 AVX2 + AVX-VNNI (Alder Lake, Zen 5): 256-bit vpdpbusd.
 struct avxvnni : avx2 {
   static constexpr std::string_view name = "avxvnni";
   static bool supported() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
     return avx2::supported() && detail::cpu().avxvnni;
 #else
     return false;
@@ -111,22 +104,19 @@ struct avx512bw : avx2 {
   static constexpr std::string_view name = "avx512bw";
   static constexpr std::size_t vector_bytes = 64;
   static bool supported() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
     return avx2::supported() && detail::cpu().avx512f && detail::cpu().avx512bw && detail::cpu().avx512vl;
 #else
     return false;
 #endif
   }
-#if HEDGE_HAS_XSIMD && (defined(__x86_64__) || defined(__i386__))
-  using xsimd_arch = xsimd::avx512bw;
-#endif
 };
 
 /// x86 AVX-512 VNNI (Cascade Lake, Sapphire Rapids, Zen 4): 512-bit vpdpbusd.
 struct avx512vnni : avx512bw {
   static constexpr std::string_view name = "avx512vnni";
   static bool supported() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
+#if HEDGE_SIMD_X86
     return avx512bw::supported() && detail::cpu().avx512vnni;
 #else
     return false;
@@ -139,15 +129,12 @@ struct neon : scalar {
   static constexpr std::string_view name = "neon";
   static constexpr std::size_t vector_bytes = 16;
   static bool supported() noexcept {
-#if defined(__aarch64__)
+#if HEDGE_SIMD_NEON
     return true;
 #else
     return false;
 #endif
   }
-#if HEDGE_HAS_XSIMD && defined(__aarch64__)
-  using xsimd_arch = xsimd::neon64;
-#endif
 };
 
 /// AArch64 with the dot-product extension (ARMv8.2 +dotprod): sdot/udot.
@@ -156,7 +143,7 @@ struct neon : scalar {
 struct neon_dotprod : neon {
   static constexpr std::string_view name = "neon_dotprod";
   static bool supported() noexcept {
-#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#if HEDGE_SIMD_NEON && defined(__ARM_FEATURE_DOTPROD)
     return true;
 #else
     return false;
@@ -164,8 +151,8 @@ struct neon_dotprod : neon {
   }
 };
 
-/// The best tag the compiler targets; scalar without xsimd (HEDGE_NO_XSIMD).
-#if !HEDGE_HAS_XSIMD
+/// The best tag the compiler targets; scalar when no SIMD is compiled (HEDGE_NO_SIMD).
+#if !HEDGE_SIMD_X86 && !HEDGE_SIMD_NEON
 using native = scalar;
 #elif defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 using native = avx512vnni;
@@ -191,5 +178,26 @@ concept Arch = requires {
 };
 
 static_assert(Arch<native>);
+
+/// A list of arch tags, best first.
+template <Arch... Tags>
+struct tag_list {
+  static constexpr std::size_t size = sizeof...(Tags);
+};
+
+/// The tags whose kernels this build compiles, best first: every x86 variant in an
+/// x86 build whatever its -march (each kernel carries its own target attribute),
+/// NEON (and dot products when the build targets them) on AArch64, and scalar
+/// alone in a HEDGE_NO_SIMD or firmware build. A tag without kernels of its own
+/// (avxvnni, avx512vnni: they run their parent's) is not listed.
+#if HEDGE_SIMD_X86
+using compiled = tag_list<avx512bw, avx2, scalar>;
+#elif HEDGE_SIMD_NEON && defined(__ARM_FEATURE_DOTPROD)
+using compiled = tag_list<neon_dotprod, neon, scalar>;
+#elif HEDGE_SIMD_NEON
+using compiled = tag_list<neon, scalar>;
+#else
+using compiled = tag_list<scalar>;
+#endif
 
 }  // namespace hedge::arch

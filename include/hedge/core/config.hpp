@@ -2,13 +2,16 @@
 //
 // HEDGE_HAS_XSIMD is 1 when xsimd is usable: it is on the include path, it has an
 // instruction set for the target (not, e.g., for i686 without SSE2, where its API is
-// incomplete), and the build did not define HEDGE_NO_XSIMD (firmware and scalar-only
-// builds define it).
+// incomplete), and the build defined neither HEDGE_NO_XSIMD nor HEDGE_NO_SIMD. xsimd
+// provides the float batch types of the NEON elementwise kernels; it never chooses
+// the arch (core/arch.hpp and core/dispatch.hpp do).
 // HEDGE_ASSERT checks preconditions (view bounds, shapes) in debug builds only,
 // so release kernels carry no branches for them; it never throws.
 #pragma once
 
-#if !defined(HEDGE_NO_XSIMD) && defined(__has_include)
+#include "hedge/compiler/attributes.hpp"
+
+#if !defined(HEDGE_NO_XSIMD) && !defined(HEDGE_NO_SIMD) && defined(__has_include)
 #if __has_include(<xsimd/xsimd.hpp>)
 #include <xsimd/config/xsimd_config.hpp>
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
@@ -32,13 +35,6 @@ namespace hedge::detail {
 }  // namespace hedge::detail
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define HEDGE_ALWAYS_INLINE inline __attribute__((always_inline))
-#define HEDGE_RESTRICT __restrict__
-#else
-#define HEDGE_ALWAYS_INLINE inline
-#define HEDGE_RESTRICT
-#endif
 
 namespace hedge {
 // Every storage policy aligns to a cache line: SIMD loads never split lines and

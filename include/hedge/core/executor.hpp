@@ -9,7 +9,7 @@
 // [0, n) exactly once and returns when all have finished. Each item's result
 // depends only on the item, so the output is identical for any thread count.
 // `exec::serial` (the default everywhere) runs the body inline; the OS thread
-// pool lives in hedge/core/thread_pool.hpp, which firmware builds do not include.
+// pool lives in hedge/os/thread_pool.hpp, which firmware builds do not include.
 #pragma once
 
 #include <concepts>

@@ -15,6 +15,10 @@
 #include "hedge/core/arch.hpp"
 #include "hedge/core/config.hpp"
 
+#if HEDGE_HAS_XSIMD
+#include <xsimd/xsimd.hpp>
+#endif
+
 namespace hedge::kernels::detail {
 
 #if HEDGE_HAS_XSIMD

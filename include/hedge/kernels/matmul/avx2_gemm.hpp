@@ -12,9 +12,9 @@
 // GEMV of row m bit for bit.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
+#include "hedge/compiler/intrinsics.hpp"
 
-#include <immintrin.h>
+#if HEDGE_SIMD_X86
 
 #include <cstddef>
 #include <type_traits>
@@ -33,7 +33,7 @@ namespace hedge::kernels::matmul {
 namespace avx2 {
 
 template <int M>
-HEDGE_AVX2_TARGET void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t blocks,
+HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t blocks,
                                       const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride) noexcept {
   __m256 acc[M];
   __m128 acc_min[M];
@@ -84,7 +84,7 @@ HEDGE_AVX2_TARGET void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t b
 /// pair runs the GEMV tile's arithmetic in its order (one 8-lane FMA chain,
 /// sum_lanes, then the scalar tail), so GEMM row m equals GEMV of row m.
 template <int R, int M, class Element>
-HEDGE_AVX2_TARGET void float_gemm_tile(const Element* w, std::size_t stride, const float* const* x,
+HEDGE_TARGET_AVX2 void float_gemm_tile(const Element* w, std::size_t stride, const float* const* x,
                                        std::size_t elements, float* y, std::size_t y_stride) noexcept {
   __m256 acc[R][M];
   for (int r = 0; r < R; ++r) {
@@ -116,7 +116,7 @@ HEDGE_AVX2_TARGET void float_gemm_tile(const Element* w, std::size_t stride, con
 /// Chosen for arch::avx2 and every tag derived from it.
 template <class W>
   requires(std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>)
-HEDGE_AVX2_TARGET void gemm_rows(arch::avx2, W, matrix_view<const typename W::block> w,
+HEDGE_TARGET_AVX2 void gemm_rows(arch::avx2, W, matrix_view<const typename W::block> w,
                                  const activation_row<W>* x, std::size_t rows, float* y,
                                  std::size_t y_stride) noexcept {
   for (std::size_t m = 0; m < rows;) {
@@ -143,7 +143,7 @@ HEDGE_AVX2_TARGET void gemm_rows(arch::avx2, W, matrix_view<const typename W::bl
 
 /// Y[m][r] for every weight row r of `w` and activation row m < rows.
 /// Chosen for arch::avx2 and every tag derived from it.
-HEDGE_AVX2_TARGET inline void gemm_rows(arch::avx2, quant::q4_k, matrix_view<const quant::q4_k::block> w,
+HEDGE_TARGET_AVX2 inline void gemm_rows(arch::avx2, quant::q4_k, matrix_view<const quant::q4_k::block> w,
                                         const activation_row<quant::q4_k>* x, std::size_t rows, float* y,
                                         std::size_t y_stride) noexcept {
   for (std::size_t m = 0; m < rows;) {

@@ -16,9 +16,9 @@
 //   F16/BF16/F32 . F32  convert 8 weights to float, fma
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
+#include "hedge/compiler/intrinsics.hpp"
 
-#include <immintrin.h>
+#if HEDGE_SIMD_X86
 
 #include <cstddef>
 #include <cstdint>
@@ -45,7 +45,7 @@ namespace avx2 {
 /// an integer: past the last row it may point outside the matrix, which a
 /// prefetch never faults on.
 template <int lines = 1, class Block>
-HEDGE_AVX2_TARGET inline void prefetch_next_tile(const Block* w, std::size_t stride, int r, std::size_t b) noexcept {
+HEDGE_TARGET_AVX2 inline void prefetch_next_tile(const Block* w, std::size_t stride, int r, std::size_t b) noexcept {
   const std::uintptr_t address =
       reinterpret_cast<std::uintptr_t>(w) + ((static_cast<std::size_t>(r) + 4) * stride + b) * sizeof(Block);
   for (int line = 0; line < lines; ++line) {
@@ -58,7 +58,7 @@ HEDGE_AVX2_TARGET inline void prefetch_next_tile(const Block* w, std::size_t str
 /// from memory is a load, not a shuffle competing with the dot products for
 /// the vector ALUs. The same float multiply whatever R is.
 template <int R, class Block>
-HEDGE_AVX2_TARGET inline void row_scales(const Block* w, std::size_t stride, std::size_t b, float dx,
+HEDGE_TARGET_AVX2 inline void row_scales(const Block* w, std::size_t stride, std::size_t b, float dx,
                                          __m256 (&scale)[R]) noexcept {
   static_assert(R <= 4);
   std::uint64_t bits = 0;
@@ -70,7 +70,7 @@ HEDGE_AVX2_TARGET inline void row_scales(const Block* w, std::size_t stride, std
 
 /// Q8_0 weights . Q8_0 activation, R rows starting at w (row stride in blocks).
 template <int R>
-HEDGE_AVX2_TARGET void gemv_tile(const quant::q8_0::block* w, std::size_t stride, const quant::q8_0::block* x,
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q8_0::block* w, std::size_t stride, const quant::q8_0::block* x,
                                  std::size_t blocks, float* y) noexcept {
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -89,7 +89,7 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q8_0::block* w, std::size_t stride
 
 /// Q4_0 weights . Q8_0 activation.
 template <int R>
-HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_0::block* w, std::size_t stride, const quant::q8_0::block* x,
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_0::block* w, std::size_t stride, const quant::q8_0::block* x,
                                  std::size_t blocks, float* y) noexcept {
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -111,7 +111,7 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_0::block* w, std::size_t stride
 
 /// Q4_K weights . Q8_K activation.
 template <int R>
-HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
                                  std::size_t blocks, float* y) noexcept {
   __m256 acc[R];
   __m128 acc_min[R];
@@ -156,7 +156,7 @@ HEDGE_AVX2_TARGET void gemv_tile(const quant::q4_k::block* w, std::size_t stride
 
 /// F32 / F16 / BF16 weights . F32 activation; `elements` need not be a multiple of 8.
 template <int R, class Element>
-HEDGE_AVX2_TARGET void gemv_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements,
+HEDGE_TARGET_AVX2 void gemv_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements,
                                  float* y) noexcept {
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -174,7 +174,7 @@ HEDGE_AVX2_TARGET void gemv_tile(const Element* w, std::size_t stride, const flo
 
 /// All rows of w: tiles of 4, then single rows.
 template <class WeightBlock, class Activation>
-HEDGE_AVX2_TARGET void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, float* y) noexcept {
+HEDGE_TARGET_AVX2 void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, float* y) noexcept {
   // One loop choosing the tile (not a 4-row loop and a remainder loop): with
   // the row count known after inlining, g++ 12 warns about the remainder loop.
   for (std::size_t r = 0; r < w.rows();) {

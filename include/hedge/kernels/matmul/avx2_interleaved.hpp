@@ -30,9 +30,10 @@
 // of row m and results do not depend on the thread count.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
+#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/compiler/unroll.hpp"
 
-#include <immintrin.h>
+#if HEDGE_SIMD_X86
 
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +54,7 @@ namespace hedge::kernels::matmul {
 namespace avx2 {
 
 /// 4 int8 values broadcast to the 8 int32 lanes.
-HEDGE_AVX2_TARGET inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
+HEDGE_TARGET_AVX2 inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
   std::int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
@@ -67,7 +68,7 @@ HEDGE_AVX2_TARGET inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
 /// outside it, which a prefetch never faults on.
 inline constexpr std::size_t prefetch_bytes = 2304;
 template <class Block>
-HEDGE_AVX2_TARGET inline void prefetch_ahead(const Block& block) noexcept {
+HEDGE_TARGET_AVX2 inline void prefetch_ahead(const Block& block) noexcept {
   const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block) + prefetch_bytes;
   for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T0);
@@ -75,7 +76,7 @@ HEDGE_AVX2_TARGET inline void prefetch_ahead(const Block& block) noexcept {
 }
 
 /// Stores the 8 lanes, or the first `valid` of them.
-HEDGE_AVX2_TARGET inline void store_rows(float* y, __m256 v, std::size_t valid) noexcept {
+HEDGE_TARGET_AVX2 inline void store_rows(float* y, __m256 v, std::size_t valid) noexcept {
   if (valid == interleave_rows) {
     _mm256_storeu_ps(y, v);
   } else {
@@ -87,7 +88,7 @@ HEDGE_AVX2_TARGET inline void store_rows(float* y, __m256 v, std::size_t valid) 
 
 /// Stores the G x M tile: group t's rows at y[8 t ..], `valid` rows in all.
 template <int M, int G>
-HEDGE_AVX2_TARGET inline void store_tile(const __m256 (&acc)[G][M], float* y, std::size_t y_stride,
+HEDGE_TARGET_AVX2 inline void store_tile(const __m256 (&acc)[G][M], float* y, std::size_t y_stride,
                                          std::size_t valid) noexcept {
   for (int t = 0; t < G; ++t) {
     const std::size_t first = interleave_rows * static_cast<std::size_t>(t);
@@ -97,7 +98,7 @@ HEDGE_AVX2_TARGET inline void store_tile(const __m256 (&acc)[G][M], float* y, st
 }
 
 template <int M, int G>
-HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
   __m256 acc[G][M];
@@ -131,7 +132,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
         quad(3);
       } else {
         // Not unrolled: g++ 12 would hoist every quad's products for M rows and spill them.
-#pragma GCC unroll 1
+HEDGE_UNROLL(1)
         for (int j = 0; j < 4; ++j) quad(j);
       }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
@@ -146,7 +147,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, 
 }
 
 template <int M, int G>
-HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
   __m256 acc[G][M];
@@ -159,7 +160,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, 
       prefetch_ahead(g);
       __m256i dots[M];
       for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
-#pragma GCC unroll 1
+HEDGE_UNROLL(1)
       for (int j = 0; j < 8; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
         const __m256i magnitude = _mm256_sign_epi8(w, w);
@@ -180,7 +181,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, 
 }
 
 template <int M, int G>
-HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
   __m256 acc[G][M];
@@ -194,12 +195,12 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, 
       prefetch_ahead(g);
       __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
       for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
-#pragma GCC unroll 1
+HEDGE_UNROLL(1)
       for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
         __m256i sum_lo[M], sum_hi[M];
         for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
         const std::uint8_t* qs = g.qs + 256 * h;
-#pragma GCC unroll 2
+HEDGE_UNROLL(2)
         for (int j = 0; j < 8; ++j) {
           const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
           const __m256i lo = _mm256_and_si256(q, low4);
@@ -248,7 +249,7 @@ HEDGE_AVX2_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, 
 
 /// `rows` activation rows against one group: tiles of 4, then 2, then 1.
 template <class W>
-HEDGE_AVX2_TARGET void group_rows(const typename interleaved<W>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, std::size_t blocks,
                                   const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                                   std::size_t valid) noexcept {
   for (std::size_t m = 0; m < rows;) {
@@ -275,7 +276,7 @@ inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> ? 1 : 4;
 /// One activation row against `groups` consecutive groups: tiles of
 /// gemv_tile_groups<W> groups, then 2, then 1 (`valid` rows in all).
 template <class W>
-HEDGE_AVX2_TARGET void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
+HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
                                       std::size_t blocks, const activation_row<W>& x, float* y,
                                       std::size_t valid) noexcept {
   constexpr std::size_t tile = gemv_tile_groups<W>;

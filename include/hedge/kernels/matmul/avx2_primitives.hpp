@@ -3,22 +3,17 @@
 // dot products). Each is one or two instructions behind a name that says what
 // it computes.
 //
-// Every AVX2 function carries HEDGE_AVX2_TARGET (a function target attribute)
-// instead of relying on -mavx2: a benchmark or test binary built for baseline
-// x86-64 still contains the AVX2 kernels and runs them when CPUID says so
-// (arch::avx2::supported()), while a -march=native build inlines them as usual.
+// Every AVX2 function carries HEDGE_TARGET_AVX2 (compiler/attributes.hpp).
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
+#include "hedge/compiler/intrinsics.hpp"
 
-#include <immintrin.h>
+#if HEDGE_SIMD_X86
 
 #include <cstdint>
 #include <cstring>
 
 #include "hedge/core/half.hpp"
-
-#define HEDGE_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 namespace hedge::kernels::matmul::avx2 {
 
@@ -26,7 +21,7 @@ namespace hedge::kernels::matmul::avx2 {
 /// byte j (its low nibble) and byte j + 16 (its high nibble), Q4_0's order.
 /// The 16 bytes are broadcast to both 128-bit halves (a load, no shuffle) and
 /// the upper half shifted right by 4 (vpsrlvd), so the unpack is two ALU ops.
-HEDGE_AVX2_TARGET inline __m256i unpack_nibbles_16(const std::uint8_t* packed) noexcept {
+HEDGE_TARGET_AVX2 inline __m256i unpack_nibbles_16(const std::uint8_t* packed) noexcept {
   const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed)));
   const __m256i shifted = _mm256_srlv_epi32(both, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0));
   return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
@@ -34,27 +29,27 @@ HEDGE_AVX2_TARGET inline __m256i unpack_nibbles_16(const std::uint8_t* packed) n
 
 /// Pairwise sums of u8 x s8 products as int16 (vpmaddubsw). The caller keeps
 /// |u * s| pairs below 32767 (true for u <= 127 or |s| <= 127 with u <= 128).
-HEDGE_AVX2_TARGET inline __m256i madd_u8s8_i16(__m256i u, __m256i s) noexcept { return _mm256_maddubs_epi16(u, s); }
+HEDGE_TARGET_AVX2 inline __m256i madd_u8s8_i16(__m256i u, __m256i s) noexcept { return _mm256_maddubs_epi16(u, s); }
 
 /// Sums adjacent int16 pairs into int32 lanes (vpmaddwd by ones).
-HEDGE_AVX2_TARGET inline __m256i sum_pairs_i16(__m256i v) noexcept {
+HEDGE_TARGET_AVX2 inline __m256i sum_pairs_i16(__m256i v) noexcept {
   return _mm256_madd_epi16(v, _mm256_set1_epi16(1));
 }
 
 /// Dot products of unsigned u8 and signed s8 lanes, four products per int32 lane.
-HEDGE_AVX2_TARGET inline __m256i dot_u8s8_i32(__m256i u, __m256i s) noexcept {
+HEDGE_TARGET_AVX2 inline __m256i dot_u8s8_i32(__m256i u, __m256i s) noexcept {
   return sum_pairs_i16(madd_u8s8_i16(u, s));
 }
 
 /// Dot products of two signed s8 vectors, four products per int32 lane. vpmaddubsw
 /// wants one unsigned operand: |a| . sign(b, a) has the same products. Needs
 /// a, b != -128 (Q8_0 never stores -128).
-HEDGE_AVX2_TARGET inline __m256i dot_s8s8_i32(__m256i a, __m256i b) noexcept {
+HEDGE_TARGET_AVX2 inline __m256i dot_s8s8_i32(__m256i a, __m256i b) noexcept {
   return dot_u8s8_i32(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 
 /// The sum of the 8 float lanes.
-HEDGE_AVX2_TARGET inline float sum_lanes(__m256 v) noexcept {
+HEDGE_TARGET_AVX2 inline float sum_lanes(__m256 v) noexcept {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -62,24 +57,24 @@ HEDGE_AVX2_TARGET inline float sum_lanes(__m256 v) noexcept {
 }
 
 /// The sum of the 4 float lanes.
-HEDGE_AVX2_TARGET inline float sum_lanes(__m128 s) noexcept {
+HEDGE_TARGET_AVX2 inline float sum_lanes(__m128 s) noexcept {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
 /// fp16 -> float with F16C (exact, as f16_to_f32).
-HEDGE_AVX2_TARGET inline float to_float(hedge::f16 h) noexcept { return _cvtsh_ss(h.bits); }
+HEDGE_TARGET_AVX2 inline float to_float(hedge::f16 h) noexcept { return _cvtsh_ss(h.bits); }
 
 /// 8 consecutive fp16 / bf16 / f32 values as 8 floats.
-HEDGE_AVX2_TARGET inline __m256 load8(const hedge::f16* p) noexcept {
+HEDGE_TARGET_AVX2 inline __m256 load8(const hedge::f16* p) noexcept {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-HEDGE_AVX2_TARGET inline __m256 load8(const hedge::bf16* p) noexcept {
+HEDGE_TARGET_AVX2 inline __m256 load8(const hedge::bf16* p) noexcept {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
-HEDGE_AVX2_TARGET inline __m256 load8(const float* p) noexcept { return _mm256_loadu_ps(p); }
+HEDGE_TARGET_AVX2 inline __m256 load8(const float* p) noexcept { return _mm256_loadu_ps(p); }
 
 }  // namespace hedge::kernels::matmul::avx2
 

@@ -14,9 +14,9 @@
 // 16-bit shift, fmla into 4 lanes.
 #pragma once
 
-#if defined(__aarch64__)
+#include "hedge/compiler/intrinsics.hpp"
 
-#include <arm_neon.h>
+#if HEDGE_SIMD_NEON
 
 #include <cstddef>
 #include <cstdint>
@@ -30,14 +30,6 @@
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
-#if defined(__ARM_FEATURE_DOTPROD)
-#define HEDGE_DOTPROD_TARGET
-#elif defined(__clang__)
-#define HEDGE_DOTPROD_TARGET __attribute__((target("dotprod")))
-#else
-#define HEDGE_DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
-#endif
-
 namespace hedge::kernels::matmul {
 
 namespace neon {
@@ -46,7 +38,7 @@ namespace neon {
 /// Clang's arm_neon.h (14, Debian 12's) declares vdotq_s32 only when the whole translation
 /// unit targets dotprod, not inside a function with the target attribute, so a baseline
 /// armv8-a build with Clang emits the instruction by inline assembly.
-HEDGE_DOTPROD_TARGET inline int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
+HEDGE_TARGET_DOTPROD inline int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
 #if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
   __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
   return acc;
@@ -163,7 +155,7 @@ struct smull_dot {
   int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept { return dot_s8(acc, a, b); }
 };
 struct sdot_dot {
-  HEDGE_DOTPROD_TARGET int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept {
+  HEDGE_TARGET_DOTPROD int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const noexcept {
     return sdot(acc, a, b);
   }
 };
@@ -213,7 +205,7 @@ void gemv_rows(arch::neon, W, matrix_view<const typename W::block> w, const type
   neon::gemv_rows<neon::smull_dot>(w, x, y);
 }
 template <neon_gemv_format W>
-HEDGE_DOTPROD_TARGET void gemv_rows(arch::neon_dotprod, W, matrix_view<const typename W::block> w,
+HEDGE_TARGET_DOTPROD void gemv_rows(arch::neon_dotprod, W, matrix_view<const typename W::block> w,
                                     const typename W::activation::block* x, float* y) noexcept {
   neon::gemv_rows<neon::sdot_dot>(w, x, y);
 }

@@ -10,9 +10,9 @@
 // A row's operations do not depend on M, so GEMM row m equals GEMV of row m.
 #pragma once
 
-#if defined(__aarch64__)
+#include "hedge/compiler/intrinsics.hpp"
 
-#include <arm_neon.h>
+#if HEDGE_SIMD_NEON
 
 #include <cstddef>
 #include <cstdint>
@@ -49,7 +49,7 @@ inline quad_rows load_quad(const interleaved<quant::q8_0>::block& g, int j) noex
 /// acc[m] += dots[m] * (row scales d) * (activation m's scale of block b): the
 /// epilogue of one block, shared by every interleaved format.
 template <int M, class Activation>
-HEDGE_DOTPROD_TARGET inline void scale_accumulate(float32x4_t (&acc)[M][2], const int32x4_t (&dots)[M][2],
+HEDGE_TARGET_DOTPROD inline void scale_accumulate(float32x4_t (&acc)[M][2], const int32x4_t (&dots)[M][2],
                                                   const f16* d, const Activation* x, std::size_t b) noexcept {
   const uint16x8_t d_bits = vld1q_u16(reinterpret_cast<const std::uint16_t*>(d));
   const float32x4_t d0 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(d_bits)));
@@ -63,7 +63,7 @@ HEDGE_DOTPROD_TARGET inline void scale_accumulate(float32x4_t (&acc)[M][2], cons
 
 /// Writes the first `valid` of the 8 row results of each activation row m.
 template <int M>
-HEDGE_DOTPROD_TARGET inline void store_rows(const float32x4_t (&acc)[M][2], float* y, std::size_t y_stride,
+HEDGE_TARGET_DOTPROD inline void store_rows(const float32x4_t (&acc)[M][2], float* y, std::size_t y_stride,
                                             std::size_t valid) noexcept {
   for (int m = 0; m < M; ++m) {
     float lanes[interleave_rows];
@@ -74,7 +74,7 @@ HEDGE_DOTPROD_TARGET inline void store_rows(const float32x4_t (&acc)[M][2], floa
 }
 
 template <int M>
-HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
+HEDGE_TARGET_DOTPROD void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                      const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
                                      std::size_t valid) noexcept {
   float32x4_t acc[M][2];
@@ -105,7 +105,7 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_0>::block* grou
 }
 
 template <int M>
-HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
+HEDGE_TARGET_DOTPROD void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
                                      const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
                                      std::size_t valid) noexcept {
   float32x4_t acc[M][2];
@@ -137,7 +137,7 @@ inline row_values widen_rows(uint8x8_t v) noexcept {
 }
 
 template <int M>
-HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
+HEDGE_TARGET_DOTPROD void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
                                      const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
                                      std::size_t valid) noexcept {
   float32x4_t acc[M][2];
@@ -209,7 +209,7 @@ HEDGE_DOTPROD_TARGET void group_tile(const interleaved<quant::q4_k>::block* grou
 
 /// NEON dot-product overload, chosen for arch::neon_dotprod and tags derived from it.
 template <Interleavable W>
-HEDGE_DOTPROD_TARGET void gemm_group(arch::neon_dotprod, W, const typename interleaved<W>::block* group,
+HEDGE_TARGET_DOTPROD void gemm_group(arch::neon_dotprod, W, const typename interleaved<W>::block* group,
                                      std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y,
                                      std::size_t y_stride, std::size_t valid) noexcept {
   for (std::size_t m = 0; m < rows;) {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hedge/compiler/overload_set.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/core/half.hpp"
 #include "hedge/core/view.hpp"
@@ -92,19 +93,14 @@ void gemv_rows(arch::scalar, W, matrix_view<const typename W::block> w, const ty
 /// GGUF-layout GEMM microkernels are overloads `gemm_rows(arch tag, format,
 /// weight slice, activation rows, count, y, y_stride)` where an arch has one
 /// (AVX2 Q4_K); gemm.hpp falls back to the GEMV row kernel per activation row
-/// otherwise. This deleted overload only makes the name exist on every target. It is a
-/// template because Clang 14 resolves a qualified call whose lookup finds a single plain
-/// function when it parses the template, and rejects it there as deleted even inside a
-/// requires-expression (an aarch64 build, where no arch overload exists, then fails).
-template <class = void>
-void gemm_rows() = delete;
+/// otherwise. HEDGE_OVERLOAD_SET makes the name exist on every target.
+HEDGE_OVERLOAD_SET(gemm_rows);
 
 /// Likewise `gemv_groups(arch tag, format, first group, groups, blocks,
 /// activation row, y, valid rows)`: a GEMV kernel over a run of interleaved
 /// groups, where an arch has one (AVX2); gemv.hpp otherwise runs gemm_group
-/// with one activation row per group. (A template for the same reason as gemm_rows.)
-template <class = void>
-void gemv_groups() = delete;
+/// with one activation row per group.
+HEDGE_OVERLOAD_SET(gemv_groups);
 
 /// Y[m][r] = <row r of the interleaved group, activation row m> for m < rows,
 /// r < valid: each row is first restored to its GGUF block, so the result is

@@ -1,6 +1,6 @@
-// hedge-os-dependent: needs std::thread; firmware builds do not include this header.
+// hedge/os: needs std::thread; firmware builds do not include this header.
 //
-// hedge/core/thread_pool.hpp: a persistent pool of std::thread workers that
+// hedge/os/thread_pool.hpp: a persistent pool of std::thread workers that
 // models `Executor`. Workers are started once and reused for every call, so a
 // decode step pays a wake-up, not a thread creation, per kernel. The calling
 // thread runs part 0 itself; workers spin briefly before sleeping on an atomic

@@ -1,0 +1,51 @@
+// hedge/compiler/attributes.hpp: the compiler attributes hedge's kernels are written
+// with, each defined once. Every SIMD kernel carries the target attribute of its arch
+// tag instead of relying on -m flags, so a baseline x86-64 build still contains the AVX2
+// and AVX-512 variants and runs them when CPUID says so (core/dispatch.hpp), while a
+// -march=native build inlines them as usual.
+//
+//   HEDGE_SIMD_X86     1 when x86 variants are compiled (GCC or Clang, x86, no HEDGE_NO_SIMD)
+//   HEDGE_SIMD_NEON    1 when AArch64 variants are compiled (no HEDGE_NO_SIMD)
+//   HEDGE_TARGET_AVX2, HEDGE_TARGET_AVX512, HEDGE_TARGET_DOTPROD: the function
+//                      attribute of the arch tags avx2, avx512bw and neon_dotprod
+//
+// HEDGE_NO_SIMD (CMake option of the same name) compiles the scalar path only: a
+// firmware build, or a binary for a CPU whose features cannot be trusted.
+#pragma once
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HEDGE_ALWAYS_INLINE inline __attribute__((always_inline))
+#define HEDGE_RESTRICT __restrict__
+#else
+#define HEDGE_ALWAYS_INLINE inline
+#define HEDGE_RESTRICT
+#endif
+
+#if !defined(HEDGE_NO_SIMD) && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define HEDGE_SIMD_X86 1
+#else
+#define HEDGE_SIMD_X86 0
+#endif
+
+#if !defined(HEDGE_NO_SIMD) && defined(__aarch64__)
+#define HEDGE_SIMD_NEON 1
+#else
+#define HEDGE_SIMD_NEON 0
+#endif
+
+#if HEDGE_SIMD_X86
+// Haswell / Zen: AVX2 with FMA and F16C (every AVX2 CPU has both).
+#define HEDGE_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+// Skylake-SP / Zen 4: AVX-512 F, BW, VL and DQ on top of AVX2.
+#define HEDGE_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#endif
+
+#if HEDGE_SIMD_NEON
+#if defined(__ARM_FEATURE_DOTPROD)  // the build targets it: no attribute, so these inline anywhere
+#define HEDGE_TARGET_DOTPROD
+#elif defined(__clang__)
+#define HEDGE_TARGET_DOTPROD __attribute__((target("dotprod")))
+#else
+#define HEDGE_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+#endif
