@@ -54,7 +54,7 @@ TEST(Arch, FeatureHierarchyIsConsistent) {
 }
 
 TEST(Arch, NativeFollowsTheBuild) {
-#if defined(HEDGE_NO_XSIMD)
+#if defined(HEDGE_NO_SIMD)
   EXPECT_EQ(hedge::arch::native::name, "scalar");
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__AVX512BW__) && !defined(__AVXVNNI__)
   EXPECT_EQ(hedge::arch::native::name, "avx2");

@@ -2,7 +2,7 @@
 //
 // HEDGE_HAS_XSIMD is 1 when xsimd is usable: it is on the include path, it has an
 // instruction set for the target (not, e.g., for i686 without SSE2, where its API is
-// incomplete), and the build defined neither HEDGE_NO_XSIMD nor HEDGE_NO_SIMD. xsimd
+// incomplete), and the build did not define HEDGE_NO_SIMD. xsimd
 // provides the float batch types of the NEON elementwise kernels; it never chooses
 // the arch (core/arch.hpp and core/dispatch.hpp do).
 // HEDGE_ASSERT checks preconditions (view bounds, shapes) in debug builds only,
@@ -11,7 +11,7 @@
 
 #include "hedge/compiler/attributes.hpp"
 
-#if !defined(HEDGE_NO_XSIMD) && !defined(HEDGE_NO_SIMD) && defined(__has_include)
+#if !defined(HEDGE_NO_SIMD) && defined(__has_include)
 #if __has_include(<xsimd/xsimd.hpp>)
 #include <xsimd/config/xsimd_config.hpp>
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
