@@ -1,47 +1,252 @@
-// A Cortex-M7 firmware program using hedge's core types with static storage
-// only: f16 weights in an in-object buffer, a matrix view over them, a
-// matrix-vector product through the serial executor, errors as values. The CI
-// check (check.cmake) proves the linked image references no heap function.
-#include "hedge/hedge.hpp"
-
+// A Cortex-M7 firmware program running hedge's own kernels, KV cache, decode attention
+// and router, with static storage only (no heap, no exceptions, no RTTI, no SIMD):
+//
+//   1. RMSNorm of an input vector (kernels::rmsnorm);
+//   2. GEMV of the normalized vector with Q8_0 and Q4_0 weights (kernels::gemv),
+//      quantized at start-up by the reference quantizers into static block arrays;
+//   3. a paged f16 KV cache in a static_storage, filled for 12 positions, and one
+//      decode-attention step with grouped-query heads;
+//   4. a router decision, with the privacy policy, on a prompt holding a card number.
+//
+// Every result is checked against a reference this program computes itself in double
+// precision, and printed; the last line is "hedge firmware: PASS" (exit code 0) or
+// "hedge firmware: FAIL" (exit code 1). examples/firmware/check.cmake runs the image
+// under QEMU (board mps2-an500) and checks that line, and checks with nm that the image
+// links no heap or exception runtime. docs/firmware.md states the image's sizes.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+
+#include "console.hpp"
+#include "hedge/attention/decode.hpp"
+#include "hedge/core/half.hpp"
+#include "hedge/core/storage.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/norm.hpp"
+#include "hedge/kv/cache.hpp"
+#include "hedge/quant/block_format.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q8_0.hpp"
+#include "hedge/route/context_fit_policy.hpp"
+#include "hedge/route/health_policy.hpp"
+#include "hedge/route/privacy_policy.hpp"
+#include "hedge/route/router.hpp"
 
 namespace {
 
-constexpr std::size_t rows = 8;
-constexpr std::size_t cols = 16;
+using firmware::line;
 
-hedge::static_storage<hedge::f16, rows * cols> weights;
-hedge::static_storage<float, cols> input;
-hedge::static_storage<float, rows> output;
+bool all_passed = true;
 
-hedge::result<float> checked_sum(hedge::vector_view<const float> v) {
-  float total = 0.0f;
-  for (float x : v) {
-    if (x != x) return hedge::error{hedge::errc::invalid_argument} << "NaN in output of length " << v.size();
-    total += x;
+/// Prints one check's outcome; a failed check makes the program fail.
+void report(std::string_view what, bool passed, double error, double bound) {
+  all_passed = all_passed && passed;
+  (line{} << (passed ? "ok   " : "FAIL ") << what << ": error " << error << " (bound " << bound << ")").end();
+}
+
+void report_error(std::string_view what, const hedge::error& e) {
+  all_passed = false;
+  (line{} << "FAIL " << what << ": " << e.message()).end();
+}
+
+/// Deterministic test values in [-1, 1) (a 32-bit integer hash, so the weights need no
+/// float table in flash: the reference recomputes them).
+float test_value(std::uint32_t seed, std::uint32_t i) {
+  std::uint32_t h = seed * 0x9E3779B9u ^ (i + 0x7F4A7C15u) * 0x85EBCA6Bu;
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  return static_cast<float>(h >> 8) / static_cast<float>(1u << 23) - 1.0f;
+}
+
+// ---- 1. RMSNorm -----------------------------------------------------------------------
+
+constexpr std::size_t k = 256;  // the model width: RMSNorm length and GEMV row length
+constexpr float rms_eps = 1e-5f;
+
+float input[k];
+float norm_weight[k];
+float normalized[k];
+
+void run_rmsnorm() {
+  for (std::uint32_t i = 0; i < k; ++i) {
+    input[i] = 3.0f * test_value(1, i);
+    norm_weight[i] = 1.0f + 0.25f * test_value(2, i);
   }
-  return total;
+  hedge::kernels::rmsnorm({input, k}, {norm_weight, k}, rms_eps, {normalized, k});
+
+  double sum_squares = 0.0;
+  for (float v : input) sum_squares += double(v) * double(v);
+  const double scale = 1.0 / std::sqrt(sum_squares / k + double(rms_eps));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < k; ++i) {
+    const double expected = double(norm_weight[i]) * scale * double(input[i]);
+    worst = std::fmax(worst, std::fabs(double(normalized[i]) - expected) / (std::fabs(expected) + 1e-30));
+  }
+  report("rmsnorm, 256 values, vs double reference (relative)", worst <= 1e-6, worst, 1e-6);
+}
+
+// ---- 2. GEMV, Q8_0 and Q4_0 weights ---------------------------------------------------
+
+constexpr std::size_t rows = 32;
+
+float weight(std::size_t row, std::size_t col) { return test_value(3, static_cast<std::uint32_t>(row * k + col)); }
+
+template <class W>
+struct gemv_case {
+  static constexpr std::size_t blocks_per_row = k / W::block_elements;
+  static inline typename W::block weights[rows * blocks_per_row];
+  static inline hedge::kernels::gemv_workspace<W, k> workspace;
+  static inline float out[rows];
+};
+
+/// W's weights with its reference quantizer, the GEMV, then two references: the
+/// dequantized weights times the Q8_0-rounded activation (what the kernel computes; only
+/// summation order differs) and the float weights times the float input (what the
+/// quantization costs).
+template <class W>
+void run_gemv(std::string_view name, double quantization_bound) {
+  using c = gemv_case<W>;
+  float row_values[k];
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < k; ++i) row_values[i] = weight(r, i);
+    if (auto q = hedge::quant::quantize<W>({row_values, k}, {c::weights + r * c::blocks_per_row, c::blocks_per_row});
+        !q) {
+      return report_error(name, q.error());
+    }
+  }
+  const hedge::matrix_view<const typename W::block> w{c::weights, rows, c::blocks_per_row};
+  if (auto y = hedge::kernels::gemv<W>(w, {normalized, k}, {c::out, rows}, c::workspace.span()); !y)
+    return report_error(name, y.error());
+
+  hedge::quant::q8_0::block x_blocks[k / 32];
+  float x_rounded[k], w_rounded[k];
+  if (auto q = hedge::quant::quantize<hedge::quant::q8_0>({normalized, k}, {x_blocks, k / 32}); !q)
+    return report_error(name, q.error());
+  (void)hedge::quant::dequantize<hedge::quant::q8_0>({x_blocks, k / 32}, {x_rounded, k});
+  double kernel_error = 0.0, quantization_error = 0.0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    (void)hedge::quant::dequantize<W>({c::weights + r * c::blocks_per_row, c::blocks_per_row}, {w_rounded, k});
+    double same_inputs = 0.0, exact = 0.0, magnitude = 0.0;
+    for (std::size_t i = 0; i < k; ++i) {
+      same_inputs += double(w_rounded[i]) * double(x_rounded[i]);
+      exact += double(weight(r, i)) * double(normalized[i]);
+      magnitude += std::fabs(double(weight(r, i)) * double(normalized[i]));
+    }
+    kernel_error = std::fmax(kernel_error, std::fabs(double(c::out[r]) - same_inputs) / magnitude);
+    quantization_error = std::fmax(quantization_error, std::fabs(double(c::out[r]) - exact) / magnitude);
+  }
+  (line{} << "     gemv " << name << ": " << rows << " x " << k << ", y[0] = " << double(c::out[0])).end();
+  report("  vs dequantized weights x Q8_0 activation (relative to sum |w x|)", kernel_error <= 1e-5, kernel_error,
+         1e-5);
+  report("  vs float weights x float input (quantization error)", quantization_error <= quantization_bound,
+         quantization_error, quantization_bound);
+}
+
+// ---- 3. KV cache and one decode-attention step ----------------------------------------
+
+using kv_shape = hedge::kv_static_shape<1, 2, 32>;  // 1 layer, 2 KV heads of 32
+using kv_element = hedge::kv_f16;
+constexpr std::size_t q_heads = 4;  // grouped-query attention: 2 query heads per KV head
+constexpr std::size_t positions = 12;
+constexpr hedge::kv_config kv_config{.max_sequences = 1, .max_tokens = 16, .page_tokens = 8};
+constexpr std::size_t kv_values = kv_shape::kv_heads() * kv_shape::head_dim();
+
+hedge::kv_cache<kv_shape, kv_element,
+                hedge::static_storage<std::byte, hedge::kv_storage_bytes<kv_element>(kv_shape{}, kv_config)>>
+    kv;
+float query[q_heads * kv_shape::head_dim()];
+float attended[q_heads * kv_shape::head_dim()];
+float attention_workspace[hedge::decode_workspace_floats(q_heads, kv_shape::head_dim(), 1)];
+
+float key_value(std::size_t pos, std::size_t i) { return test_value(4, static_cast<std::uint32_t>(pos * kv_values + i)); }
+float value_value(std::size_t pos, std::size_t i) {
+  return test_value(5, static_cast<std::uint32_t>(pos * kv_values + i));
+}
+double f16_rounded(float v) { return double(hedge::f16_to_f32(hedge::f32_to_f16(v))); }
+
+void run_attention() {
+  if (auto r = kv.init(kv_shape{}, kv_config); !r) return report_error("kv cache init", r.error());
+  const auto seq = kv.create();
+  if (!seq) return report_error("kv cache create", seq.error());
+  if (auto first = kv.extend(*seq, positions); !first) return report_error("kv cache extend", first.error());
+  float keys[kv_values], values[kv_values];
+  for (std::size_t pos = 0; pos < positions; ++pos) {
+    for (std::size_t i = 0; i < kv_values; ++i) keys[i] = key_value(pos, i), values[i] = value_value(pos, i);
+    if (auto w = kv.write(*seq, 0, pos, keys, values); !w) return report_error("kv cache write", w.error());
+  }
+  for (std::size_t i = 0; i < q_heads * kv_shape::head_dim(); ++i) query[i] = 2.0f * test_value(6, i);
+  const auto view = kv.view(*seq);
+  if (!view) return report_error("kv cache view", view.error());
+  const float scale = 1.0f / std::sqrt(float(kv_shape::head_dim()));
+  const hedge::attention_params params{.scale = scale};
+  if (auto a = hedge::decode_attention(*view, 0, query, attended, params, attention_workspace, hedge::exec::serial{},
+                                       1);
+      !a) {
+    return report_error("decode attention", a.error());
+  }
+
+  constexpr std::size_t dim = kv_shape::head_dim(), group = q_heads / kv_shape::kv_heads();
+  double worst = 0.0;
+  for (std::size_t h = 0; h < q_heads; ++h) {
+    const std::size_t kv_head = h / group;
+    double logits[positions], top = -1e300, total = 0.0;
+    for (std::size_t pos = 0; pos < positions; ++pos) {
+      double dot = 0.0;
+      for (std::size_t i = 0; i < dim; ++i)
+        dot += double(query[h * dim + i]) * f16_rounded(key_value(pos, kv_head * dim + i));
+      logits[pos] = dot * double(scale);
+      top = std::fmax(top, logits[pos]);
+    }
+    for (double& l : logits) total += (l = std::exp(l - top));
+    for (std::size_t i = 0; i < dim; ++i) {
+      double expected = 0.0;
+      for (std::size_t pos = 0; pos < positions; ++pos)
+        expected += logits[pos] / total * f16_rounded(value_value(pos, kv_head * dim + i));
+      worst = std::fmax(worst, std::fabs(double(attended[h * dim + i]) - expected));
+    }
+  }
+  (line{} << "     kv cache: f16, " << kv.total_pages() << " pages of " << kv.layout().page_tokens << " tokens, "
+          << std::size_t{kv.layout().total_bytes} << " bytes static; decode attention over " << positions
+          << " positions, " << q_heads << " query heads")
+      .end();
+  report("  decode attention vs double reference (max |v| = 1)", worst <= 1e-5, worst, 1e-5);
+}
+
+// ---- 4. Router with the privacy policy ------------------------------------------------
+
+void run_router() {
+  using namespace hedge::route;
+  const router<privacy_policy, health_policy, context_fit_policy> r{privacy_policy{}, health_policy{},
+                                                                    context_fit_policy{}};
+  const route_context context;
+  const auto card = r.decide({.prompt = "my card is 4111 1111 1111 1111, why was it declined?"}, context);
+  const auto clean = r.decide({.prompt = "why was my payment declined?"}, context);
+  char text[256];
+  explain(card, text);
+  (line{} << "     card prompt:  " << text).end();
+  explain(clean, text);
+  (line{} << "     clean prompt: " << text).end();
+  const bool private_edge = card.chosen == tier::edge && card.deciding == 0 &&
+                            card.verdicts[0].kind == verdict_kind::edge_only && card.why == reason::pii_detected &&
+                            card.verdicts[0].detail == "credit_card";
+  const bool clean_abstains = clean.verdicts[0].kind == verdict_kind::abstain;
+  report("router: card number -> edge only, privacy (pii_detected: credit_card)", private_edge, private_edge ? 0 : 1,
+         0);
+  report("router: same prompt without it -> privacy abstains", clean_abstains, clean_abstains ? 0 : 1, 0);
 }
 
 }  // namespace
 
 int main() {
-  const hedge::matrix_view<hedge::f16> w{weights.data(), rows, cols};
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c)
-      w(r, c) = hedge::f32_to_f16(static_cast<float>(r + 1) * 0.125f - static_cast<float>(c) * 0.0625f);
-  for (std::size_t c = 0; c < cols; ++c) input.data()[c] = 1.0f / static_cast<float>(c + 1);
-
-  hedge::exec::serial{}.parallel_for(rows, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      float acc = 0.0f;
-      for (std::size_t c = 0; c < cols; ++c) acc += hedge::f16_to_f32(w(r, c)) * input.data()[c];
-      output.data()[r] = acc;
-    }
-  });
-
-  const hedge::result<float> sum = checked_sum({output.data(), rows});
-  return sum ? static_cast<int>(*sum) & 0x7F : static_cast<int>(sum.error().code());
+  (line{} << "hedge firmware: Cortex-M7, scalar kernels, static storage").end();
+  run_rmsnorm();
+  run_gemv<hedge::quant::q8_0>("q8_0", 0.01);
+  run_gemv<hedge::quant::q4_0>("q4_0", 0.05);
+  run_attention();
+  run_router();
+  (line{} << "hedge firmware: " << (all_passed ? "PASS" : "FAIL")).end();
+  return all_passed ? 0 : 1;
 }

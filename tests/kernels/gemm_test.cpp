@@ -123,8 +123,8 @@ using InterleavedVariants =
                      variant<q::q4_k, hedge::arch::scalar>, variant<q::q8_0, hedge::arch::avx2>,
                      variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
                      variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
-                     variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::native>,
-                     variant<q::q4_k, hedge::arch::native>>;
+                     variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>,
+                     variant<q::q4_k, hedge::arch::best>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
 
 TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {

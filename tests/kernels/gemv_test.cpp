@@ -77,7 +77,7 @@ using Variants = ::testing::Types<
     variant<q::q8_0, hedge::arch::neon>, variant<q::q4_0, hedge::arch::neon>, variant<q::q4_k, hedge::arch::neon>,
     variant<q::f32, hedge::arch::neon>, variant<q::f16, hedge::arch::neon>, variant<q::bf16, hedge::arch::neon>,
     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
-    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::native>>;
+    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>>;
 TYPED_TEST_SUITE(Gemv, Variants);
 
 /// K values to test: multiples of the block, including ones that are not
@@ -153,6 +153,33 @@ TEST(GemvNoHeap, StaticWorkspaceAndSerialExecutorAllocateNothing) {
   hedge::test::alloc_scope scope;
   ASSERT_TRUE((k::gemv<q::q4_k>(m.view(), {x.data(), kk}, {y, rows}, workspace.span())));
   EXPECT_EQ(scope.count(), 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// arch::best runs exactly the variant it resolves to: the same bits as calling that tag.
+template <class W>
+void expect_best_is_resolved_variant() {
+  constexpr std::size_t rows = 13, kk = 512;
+  hedge::test::quantized_matrix<W> m(rows, kk, 8);
+  const auto x = hedge::test::random_floats(kk, 9);
+  std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
+  std::vector<float> best(rows), direct(rows);
+  ASSERT_TRUE((k::gemv<W, hedge::arch::best>(m.view(), {x.data(), kk}, {best.data(), rows}, workspace)));
+  const auto status = hedge::arch::visit<hedge::arch::best>([&](auto tag) {
+    return k::gemv<W, decltype(tag)>(m.view(), {x.data(), kk}, {direct.data(), rows}, workspace);
+  });
+  ASSERT_TRUE(status);
+  for (std::size_t r = 0; r < rows; ++r) EXPECT_EQ(best[r], direct[r]) << W::name << " row " << r;
+}
+
+TEST(GemvDispatch, BestRunsTheVariantItResolvesTo) {
+  expect_best_is_resolved_variant<q::q4_0>();
+  expect_best_is_resolved_variant<q::q8_0>();
+  expect_best_is_resolved_variant<q::q4_k>();
+  expect_best_is_resolved_variant<q::f16>();
 }
 
 }  // namespace

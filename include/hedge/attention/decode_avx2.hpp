@@ -37,8 +37,9 @@
 // and `arch::avx2::supported()` decides at run time whether it may run.
 #pragma once
 
-#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/compiler/attributes.hpp"
 #include "hedge/compiler/barrier.hpp"
+#include "hedge/compiler/intrinsics.hpp"
 
 #if HEDGE_SIMD_X86
 #include <algorithm>
@@ -56,8 +57,7 @@
 #include "hedge/kv/element.hpp"
 #include "hedge/quant/q8_0.hpp"
 
-namespace hedge {
-namespace attention_avx2 {
+namespace hedge::attention::avx2 {
 
 namespace primitives = kernels::matmul::avx2;  // load8, to_float, unpack_nibbles_16, dot_u8s8_i32
 
@@ -73,31 +73,31 @@ struct reader {
 };
 
 template <>
-struct reader<kv_f32> {
+struct reader<kv::kv_f32> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
   HEDGE_TARGET_AVX2 static __m256 load8(const float* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
-struct reader<kv_f16> {
+struct reader<kv::kv_f16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
   HEDGE_TARGET_AVX2 static __m256 load8(const f16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
-struct reader<kv_bf16> {
+struct reader<kv::kv_bf16> {
   static constexpr bool available = true;
   static constexpr std::size_t scale_block = 0;
   HEDGE_TARGET_AVX2 static __m256 load8(const bf16* v, std::size_t i) noexcept { return primitives::load8(v + i); }
 };
 
 template <>
-struct reader<kv_q8_0> {
+struct reader<kv::kv_q8_0> {
   static constexpr bool available = true;
-  static constexpr std::size_t scale_block = kv_q8_0::block_elements;
-  using block = kv_q8_0::unit;
+  static constexpr std::size_t scale_block = kv::kv_q8_0::block_elements;
+  using block = kv::kv_q8_0::unit;
   HEDGE_TARGET_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v[i / 32].qs + i % 32));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
@@ -109,10 +109,10 @@ struct reader<kv_q8_0> {
 };
 
 template <>
-struct reader<kv_q4_0> {
+struct reader<kv::kv_q4_0> {
   static constexpr bool available = true;
-  static constexpr std::size_t scale_block = kv_q4_0::block_elements;
-  using block = kv_q4_0::unit;
+  static constexpr std::size_t scale_block = kv::kv_q4_0::block_elements;
+  using block = kv::kv_q4_0::unit;
   // Value j < 16 is the low nibble of byte j, value j >= 16 the high nibble of byte j - 16.
   HEDGE_TARGET_AVX2 static __m256 load8(const block* v, std::size_t i) noexcept {
     const std::size_t j = i % 32;
@@ -201,6 +201,25 @@ struct group_queries {
   alignas(32) float d[4][attention_max_head_dim / 32][8];
 };
 
+/// acc[n] += q[n][c .. c + 8) * k0[c ..] and acc[4 + n] += q[n][c ..] * k1[c ..] for
+/// the N heads: one 8-value chunk of dot2. A named target function, not a lambda: a
+/// lambda does not inherit its enclosing function's target attribute.
+/// \tparam N    query heads handled together (1..4)
+/// \tparam Elem the KV element format (no block scale)
+template <int N, class Elem>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void dot2_chunk(__m256 (&acc)[8], const group_queries& q,
+                                                      const typename Elem::unit* k0, const typename Elem::unit* k1,
+                                                      std::size_t c) noexcept {
+  using R = reader<Elem>;
+  const __m256 x0 = R::load8(k0, c), x1 = R::load8(k1, c);
+  for (int n = 0; n < N; ++n) {
+    __m256 qn = _mm256_load_ps(q.f[n] + c);
+    qn = compiler::opaque(qn);
+    acc[n] = _mm256_fmadd_ps(qn, x0, acc[n]);
+    acc[4 + n] = _mm256_fmadd_ps(qn, x1, acc[4 + n]);
+  }
+}
+
 /// Logits of keys k0 and k1 for N query heads (float keys): lane n is k0 . q[n],
 /// lane 4 + n is k1 . q[n]; lanes of heads >= N are 0.
 /// \tparam N    query heads handled together (1..4)
@@ -208,24 +227,14 @@ struct group_queries {
 template <int N, class Elem>
 HEDGE_TARGET_AVX2 inline __m256 dot2(const group_queries& q, const typename Elem::unit* k0,
                                      const typename Elem::unit* k1, std::size_t width) noexcept {
-  using R = reader<Elem>;
   __m256 acc[8];
   for (int n = 0; n < 8; ++n) acc[n] = _mm256_setzero_ps();
-  const auto chunk = [&](std::size_t c) {
-    const __m256 x0 = R::load8(k0, c), x1 = R::load8(k1, c);
-    for (int n = 0; n < N; ++n) {
-      __m256 qn = _mm256_load_ps(q.f[n] + c);
-      qn = compiler::opaque(qn);
-      acc[n] = _mm256_fmadd_ps(qn, x0, acc[n]);
-      acc[4 + n] = _mm256_fmadd_ps(qn, x1, acc[4 + n]);
-    }
-  };
   std::size_t c = 0;
   for (; c + 16 <= width; c += 16) {  // two chunks per iteration: half the loop overhead
-    chunk(c);
-    chunk(c + 8);
+    dot2_chunk<N, Elem>(acc, q, k0, k1, c);
+    dot2_chunk<N, Elem>(acc, q, k0, k1, c + 8);
   }
-  if (c < width) chunk(c);
+  if (c < width) dot2_chunk<N, Elem>(acc, q, k0, k1, c);
   return sum8x8(acc);
 }
 
@@ -292,6 +301,23 @@ HEDGE_TARGET_AVX2 inline void fold_value_scales(const typename Elem::unit* const
   }
 }
 
+/// a[n][l] += w[n] v[offset + 8 l ..]: one position's value chunk, converted once, into
+/// the N heads' registers (a named target function: see dot2_chunk).
+/// \tparam N     query heads handled together (1..4)
+/// \tparam Lanes 8-float vectors of output per query head kept in registers
+/// \tparam Elem  the KV element format
+template <int N, int Lanes, class Elem>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void accumulate_position(__m256 (&a)[N][Lanes], const typename Elem::unit* v,
+                                                               std::size_t offset, const float* w) noexcept {
+  using R = reader<Elem>;
+  __m256 x[Lanes];
+  for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
+  for (int n = 0; n < N; ++n) {
+    const __m256 wn = _mm256_broadcast_ss(w + n);
+    for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], wn, a[n][l]);
+  }
+}
+
 /// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..]: the tile's
 /// values stream once through the registers; each chunk is converted once for all heads.
 /// \tparam N     query heads handled together (1..4)
@@ -308,21 +334,12 @@ HEDGE_TARGET_AVX2 inline void accumulate_values(float (*acc)[attention_max_head_
   __m256 a[N][Lanes];
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_load_ps(acc[n] + c + 8 * l);
-  const auto position = [&](std::size_t i) {
-    const typename Elem::unit* v = values[i] + block;
-    __m256 x[Lanes];
-    for (int l = 0; l < Lanes; ++l) x[l] = R::load8(v, offset + 8 * l);
-    for (int n = 0; n < N; ++n) {
-      const __m256 w = _mm256_broadcast_ss(weights + 4 * i + n);
-      for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_fmadd_ps(x[l], w, a[n][l]);
-    }
-  };
   std::size_t i = 0;
   for (; i + 2 <= count; i += 2) {  // two positions per iteration: half the loop overhead
-    position(i);
-    position(i + 1);
+    accumulate_position<N, Lanes, Elem>(a, values[i] + block, offset, weights + 4 * i);
+    accumulate_position<N, Lanes, Elem>(a, values[i + 1] + block, offset, weights + 4 * (i + 1));
   }
-  if (i < count) position(i);
+  if (i < count) accumulate_position<N, Lanes, Elem>(a, values[i] + block, offset, weights + 4 * i);
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) _mm256_store_ps(acc[n] + c + 8 * l, a[n][l]);
 }
@@ -332,14 +349,14 @@ template <int N, class Elem>
 HEDGE_TARGET_AVX2 void load_queries(const float* queries, std::size_t dim, std::size_t width,
                                     group_queries& q) noexcept {
   for (int n = 0; n < N; ++n) {
-    prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
-                         [&](std::size_t b, const quant::q8_0::block& block) {
-                           std::copy_n(block.qs, 32, q.q[n] + 32 * b);
-                           for (std::size_t j = 0; j < 32; ++j)
-                             q.a[n][32 * b + j] =
-                                 static_cast<std::uint8_t>(block.qs[j] < 0 ? -block.qs[j] : block.qs[j]);
-                           std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
-                         });
+    detail::prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
+                                 [&](std::size_t b, const quant::q8_0::block& block) {
+                                   std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+                                   for (std::size_t j = 0; j < 32; ++j)
+                                     q.a[n][32 * b + j] =
+                                         static_cast<std::uint8_t>(block.qs[j] < 0 ? -block.qs[j] : block.qs[j]);
+                                   std::fill_n(q.d[n][b], 8, primitives::to_float(block.d));
+                                 });
   }
 }
 
@@ -347,11 +364,11 @@ HEDGE_TARGET_AVX2 void load_queries(const float* queries, std::size_t dim, std::
 /// \tparam N    query heads handled together (1..4)
 /// \tparam Elem the KV element format
 template <int N, class Elem>
-HEDGE_TARGET_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer,
-                                     const attention_params& p, const decode_task& task,
+HEDGE_TARGET_AVX2 void group_partial(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
+                                     const attention_params& p, const detail::decode_task& task,
                                      std::size_t first) noexcept {
   using R = reader<Elem>;
-  constexpr std::size_t tile = decode_tile<Elem>::tile;
+  constexpr std::size_t tile = detail::decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
   constexpr std::size_t max_blocks = blocks ? attention_max_head_dim / R::scale_block : 1;
   constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
@@ -373,11 +390,11 @@ HEDGE_TARGET_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size
 
   const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
   const std::size_t ahead = std::clamp<std::size_t>(prefetch_bytes / vector_bytes, 1, tile);
-  decode_tile<Elem> refs[2];
+  detail::decode_tile<Elem> refs[2];
   refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
   for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
-    const decode_tile<Elem>& current = refs[which];
-    decode_tile<Elem>& next = refs[which ^ 1];
+    const detail::decode_tile<Elem>& current = refs[which];
+    detail::decode_tile<Elem>& next = refs[which ^ 1];
     next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
     const std::size_t count = current.count, pairs = (count + 1) / 2, known = count + next.count;
     const auto key = [&](std::size_t j) { return j < count ? current.keys[j] : next.keys[j - count]; };
@@ -399,7 +416,7 @@ HEDGE_TARGET_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size
     }
     // An odd tile's last pair holds one position: its second half must weigh 0.
     if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
-    if (transform) transform_tile_logits<N>(p, task, first, pos, weights, count);
+    if (transform) detail::transform_tile_logits<N>(p, task, first, pos, weights, count);
     __m256 m = _mm256_load_ps(weights);
     for (std::size_t j = 1; j < pairs; ++j) m = _mm256_max_ps(m, _mm256_load_ps(weights + 8 * j));
     const __m128 new_max = _mm_max_ps(max4, _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));
@@ -434,33 +451,35 @@ HEDGE_TARGET_AVX2 void group_partial(const kv_sequence_view<Elem>& kv, std::size
   alignas(16) float max_out[4], sum_out[4];
   _mm_store_ps(max_out, max4);
   _mm_store_ps(sum_out, sum4);
-  for (int n = 0; n < N; ++n) store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
+  for (int n = 0; n < N; ++n) detail::store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
 }
 
-}  // namespace attention_avx2
+}  // namespace hedge::attention::avx2
+
+namespace hedge::attention::detail {
 
 /// AVX2 decode kernel: query heads in groups of up to 4 per pass over the K/V
 /// tile; falls back to the scalar kernel for formats without a reader or a
 /// head_dim that is not a multiple of 8.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-void decode_partial(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+template <kv::KvElement Elem>
+void decode_partial(arch::avx2, const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                     const decode_task& task) noexcept {
-  if constexpr (!attention_avx2::reader<Elem>::available) {
+  if constexpr (!avx2::reader<Elem>::available) {
     decode_partial(arch::scalar{}, kv, layer, p, task);
   } else {
     if (kv.head_dim() % 8 != 0) return decode_partial(arch::scalar{}, kv, layer, p, task);
     std::size_t first = 0;
-    for (; first + 4 <= task.count; first += 4) attention_avx2::group_partial<4, Elem>(kv, layer, p, task, first);
+    for (; first + 4 <= task.count; first += 4) avx2::group_partial<4, Elem>(kv, layer, p, task, first);
     switch (task.count - first) {
-      case 3: attention_avx2::group_partial<3, Elem>(kv, layer, p, task, first); break;
-      case 2: attention_avx2::group_partial<2, Elem>(kv, layer, p, task, first); break;
-      case 1: attention_avx2::group_partial<1, Elem>(kv, layer, p, task, first); break;
+      case 3: avx2::group_partial<3, Elem>(kv, layer, p, task, first); break;
+      case 2: avx2::group_partial<2, Elem>(kv, layer, p, task, first); break;
+      case 1: avx2::group_partial<1, Elem>(kv, layer, p, task, first); break;
       default: break;
     }
   }
 }
 
-}  // namespace hedge
+}  // namespace hedge::attention::detail
 
 #endif  // x86

@@ -59,8 +59,7 @@
 #include "hedge/kv/element.hpp"
 #include "hedge/quant/q8_0.hpp"
 
-namespace hedge {
-namespace attention_neon {
+namespace hedge::attention::neon {
 
 namespace primitives = kernels::matmul::neon;  // load4, q4_0_values, smull_dot, sdot_dot
 
@@ -106,17 +105,17 @@ struct float_reader {
 };
 
 template <>
-struct reader<kv_f32> : float_reader<float> {};
+struct reader<kv::kv_f32> : float_reader<float> {};
 template <>
-struct reader<kv_f16> : float_reader<f16> {};
+struct reader<kv::kv_f16> : float_reader<f16> {};
 template <>
-struct reader<kv_bf16> : float_reader<bf16> {};
+struct reader<kv::kv_bf16> : float_reader<bf16> {};
 
 template <>
-struct reader<kv_q8_0> {
+struct reader<kv::kv_q8_0> {
   static constexpr bool available = true;
-  static constexpr std::size_t scale_block = kv_q8_0::block_elements;
-  using block = kv_q8_0::unit;
+  static constexpr std::size_t scale_block = kv::kv_q8_0::block_elements;
+  using block = kv::kv_q8_0::unit;
   static float32x4x4_t load16(const block* v, std::size_t i) noexcept { return to_float16(vld1q_s8(v[i / 32].qs + i % 32)); }
   static int8x16x2_t load32(const block* v, std::size_t b) noexcept {
     return {{vld1q_s8(v[b].qs), vld1q_s8(v[b].qs + 16)}};
@@ -125,10 +124,10 @@ struct reader<kv_q8_0> {
 };
 
 template <>
-struct reader<kv_q4_0> {
+struct reader<kv::kv_q4_0> {
   static constexpr bool available = true;
-  static constexpr std::size_t scale_block = kv_q4_0::block_elements;
-  using block = kv_q4_0::unit;
+  static constexpr std::size_t scale_block = kv::kv_q4_0::block_elements;
+  using block = kv::kv_q4_0::unit;
   // Value j < 16 is the low nibble of byte j, value j >= 16 the high nibble of byte j - 16.
   static float32x4x4_t load16(const block* v, std::size_t i) noexcept {
     const uint8x16_t bytes = vld1q_u8(v[i / 32].qs);
@@ -283,8 +282,8 @@ HEDGE_UNROLL(8)
 template <int N, class Elem>
 void load_queries(const float* queries, std::size_t dim, std::size_t width, group_queries& q) noexcept {
   for (int n = 0; n < N; ++n) {
-    prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
-                         [&](std::size_t b, const quant::q8_0::block& block) {
+    detail::prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
+                                 [&](std::size_t b, const quant::q8_0::block& block) {
                            std::copy_n(block.qs, 32, q.q[n] + 32 * b);
                            q.d[n][b] = scale_to_float(block.d);
                          });
@@ -296,10 +295,10 @@ void load_queries(const float* queries, std::size_t dim, std::size_t width, grou
 /// \tparam Elem the KV element format
 /// \tparam Dot  the int8 dot product for block-quantized keys
 template <int N, class Elem, class Dot>
-void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
-                   const decode_task& task, std::size_t first) noexcept {
+void group_partial(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+                   const detail::decode_task& task, std::size_t first) noexcept {
   using R = reader<Elem>;
-  constexpr std::size_t tile = decode_tile<Elem>::tile;
+  constexpr std::size_t tile = detail::decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
   constexpr int lanes = N >= 3 ? 4 : 8;  // N x lanes <= 16 accumulators, of 32 registers
   const std::size_t dim = kv.head_dim(), units = kv.vector_units();
@@ -315,7 +314,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
   // Position-major, 4 head lanes per position: logits, then softmax weights.
   alignas(16) float weights[tile * 4];
 
-  decode_tile<Elem> refs;
+  detail::decode_tile<Elem> refs;
   for (std::uint64_t pos = task.begin; pos < task.end; pos += refs.count) {
     refs.gather(kv, layer, task.kv_head, pos, task.end);
     const std::size_t count = refs.count;
@@ -330,7 +329,7 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
       vst1q_f32(weights + 4 * i, vmulq_n_f32(dots.val[0], p.scale));
       if (i + 1 < count) vst1q_f32(weights + 4 * (i + 1), vmulq_n_f32(dots.val[1], p.scale));
     }
-    if (transform) transform_tile_logits<N>(p, task, first, pos, weights, count);
+    if (transform) detail::transform_tile_logits<N>(p, task, first, pos, weights, count);
     float32x4_t m = vld1q_f32(weights);
     for (std::size_t i = 1; i < count; ++i) m = vmaxq_f32(m, vld1q_f32(weights + 4 * i));
     const float32x4_t new_max = vmaxq_f32(max4, m);
@@ -361,15 +360,15 @@ void group_partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const at
   alignas(16) float max_out[4], sum_out[4];
   vst1q_f32(max_out, max4);
   vst1q_f32(sum_out, sum4);
-  for (int n = 0; n < N; ++n) store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
+  for (int n = 0; n < N; ++n) detail::store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
 }
 
 /// Query heads in groups of up to 4 per pass over the K/V tile; the scalar
 /// kernel for a head_dim that is not a multiple of 4.
 template <class Dot, class Elem>
-void partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
-             const decode_task& task) noexcept {
-  if (kv.head_dim() % 4 != 0) return decode_partial(arch::scalar{}, kv, layer, p, task);
+void partial(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+             const detail::decode_task& task) noexcept {
+  if (kv.head_dim() % 4 != 0) return detail::decode_partial(arch::scalar{}, kv, layer, p, task);
   std::size_t first = 0;
   for (; first + 4 <= task.count; first += 4) group_partial<4, Elem, Dot>(kv, layer, p, task, first);
   switch (task.count - first) {
@@ -380,30 +379,32 @@ void partial(const kv_sequence_view<Elem>& kv, std::size_t layer, const attentio
   }
 }
 
-}  // namespace attention_neon
+}  // namespace hedge::attention::neon
+
+namespace hedge::attention::detail {
 
 /// NEON decode kernel, int8 q.k by smull + sadalp; the scalar kernel for formats without a reader.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-void decode_partial(arch::neon, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+template <kv::KvElement Elem>
+void decode_partial(arch::neon, const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                     const decode_task& task) noexcept {
-  if constexpr (!attention_neon::reader<Elem>::available)
+  if constexpr (!neon::reader<Elem>::available)
     decode_partial(arch::scalar{}, kv, layer, p, task);
   else
-    attention_neon::partial<kernels::matmul::neon::smull_dot>(kv, layer, p, task);
+    neon::partial<kernels::matmul::neon::smull_dot>(kv, layer, p, task);
 }
 
 /// NEON decode kernel with int8 q.k by sdot; float formats have no int8 work and take the neon one.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-HEDGE_TARGET_DOTPROD void decode_partial(arch::neon_dotprod, const kv_sequence_view<Elem>& kv, std::size_t layer,
+template <kv::KvElement Elem>
+HEDGE_TARGET_DOTPROD void decode_partial(arch::neon_dotprod, const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
                                          const attention_params& p, const decode_task& task) noexcept {
-  if constexpr (attention_neon::reader<Elem>::available && attention_neon::reader<Elem>::scale_block != 0)
-    attention_neon::partial<kernels::matmul::neon::sdot_dot>(kv, layer, p, task);
+  if constexpr (neon::reader<Elem>::available && neon::reader<Elem>::scale_block != 0)
+    neon::partial<kernels::matmul::neon::sdot_dot>(kv, layer, p, task);
   else
     decode_partial(arch::neon{}, kv, layer, p, task);
 }
 
-}  // namespace hedge
+}  // namespace hedge::attention::detail
 
 #endif  // __aarch64__

@@ -25,7 +25,7 @@
 #include "hedge/kv/cache.hpp"
 #include "hedge/kv/element.hpp"
 
-namespace hedge {
+namespace hedge::attention {
 
 /// Largest head_dim the attention kernels take (stack buffers are sized by it).
 inline constexpr std::size_t attention_max_head_dim = 256;
@@ -52,6 +52,8 @@ constexpr std::size_t decode_splits(std::size_t kv_heads, std::uint64_t tokens, 
   return static_cast<std::size_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, most)));
 }
 
+namespace detail {
+
 /// One (kv head, split) item: the queries of one GQA group over a range of positions.
 struct decode_task {
   const float* queries;          ///< `count` query heads, head_dim floats each
@@ -65,8 +67,8 @@ struct decode_task {
 
 /// Scalar reference: decodes each K/V vector to floats, one online-softmax step per position.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-void decode_partial(arch::scalar, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+template <kv::KvElement Elem>
+void decode_partial(arch::scalar, const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                     const decode_task& task) noexcept {
   const std::size_t dim = kv.head_dim(), units = kv.vector_units(), stride = decode_state_floats(dim);
   const std::size_t padded = attention_padded_dim(dim);
@@ -103,4 +105,6 @@ void decode_partial(arch::scalar, const kv_sequence_view<Elem>& kv, std::size_t 
   }
 }
 
-}  // namespace hedge
+}  // namespace detail
+
+}  // namespace hedge::attention

@@ -16,7 +16,7 @@
 #include "hedge/kv/cache.hpp"
 #include "hedge/quant/q8_0.hpp"
 
-namespace hedge {
+namespace hedge::attention::detail {
 
 /// Where the K and V vectors of up to `tile` consecutive positions of one (layer, KV head) are.
 /// \tparam Elem the KV element format
@@ -28,7 +28,7 @@ struct decode_tile {
   std::size_t count = 0;
 
   /// Fills the tile with positions [pos, min(pos + tile, end)) of (layer, head).
-  void gather(const kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t head, std::uint64_t pos,
+  void gather(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t head, std::uint64_t pos,
               std::uint64_t end) noexcept {
     count = 0;
     const std::size_t units = kv.vector_units();
@@ -84,4 +84,4 @@ inline void store_decode_state(const decode_task& task, std::size_t n, std::size
   state[padded + 1] = sum;
 }
 
-}  // namespace hedge
+}  // namespace hedge::attention::detail

@@ -17,9 +17,10 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <span>
 
-namespace hedge {
+#include "hedge/core/view.hpp"
+
+namespace hedge::attention {
 
 /// Running max and normaliser of an online softmax; the accumulator is passed alongside.
 struct softmax_state {
@@ -27,7 +28,7 @@ struct softmax_state {
   float sum = 0.f;
 
   /// Folds `other` (covering other keys) into this state and `acc`.
-  void merge(std::span<float> acc, const softmax_state& other, std::span<const float> other_acc) noexcept {
+  void merge(vector_view<float> acc, const softmax_state& other, vector_view<const float> other_acc) noexcept {
     if (other.sum == 0.f) return;  // an empty range contributes nothing (and may have max = -inf)
     if (sum == 0.f) {
       *this = other;
@@ -42,10 +43,10 @@ struct softmax_state {
   }
 
   /// The attention output: acc / sum (zeros for an empty key range).
-  void finish(std::span<const float> acc, std::span<float> out) const noexcept {
+  void finish(vector_view<const float> acc, vector_view<float> out) const noexcept {
     const float inverse = sum != 0.f ? 1.f / sum : 0.f;
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = acc[i] * inverse;
   }
 };
 
-}  // namespace hedge
+}  // namespace hedge::attention

@@ -11,15 +11,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
-namespace hedge {
+#include "hedge/core/view.hpp"
+
+namespace hedge::attention {
 
 /// Attention parameters shared by decode and prefill.
 struct attention_params {
-  float scale = 1.f;                         ///< multiplies q.k
-  float softcap = 0.f;                       ///< 0 = no soft-capping
-  std::span<const float> alibi_slopes = {};  ///< empty, or one slope per query head
+  float scale = 1.f;                           ///< multiplies q.k
+  float softcap = 0.f;                         ///< 0 = no soft-capping
+  vector_view<const float> alibi_slopes = {};  ///< empty, or one slope per query head
 };
 
 /// Applies soft-cap and ALiBi to one logit already multiplied by `scale`.
@@ -37,4 +38,4 @@ inline bool has_logit_transform(const attention_params& p) noexcept {
   return p.softcap > 0.f || !p.alibi_slopes.empty();
 }
 
-}  // namespace hedge
+}  // namespace hedge::attention

@@ -31,8 +31,7 @@
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kv/cache.hpp"
 
-namespace hedge {
-namespace prefill_avx2 {
+namespace hedge::attention::avx2 {
 
 /// C[R x 16] (+)= A[R x k] B[k x 16]; A, B, C row-major with leading dimensions.
 /// \tparam R          rows of C (1..4), each two 8-float accumulators
@@ -80,7 +79,7 @@ HEDGE_TARGET_AVX2 inline void gemm(const float* a, std::size_t lda, const float*
 template <class Elem>
 HEDGE_TARGET_AVX2 inline void dequantize(const typename Elem::unit* v, std::size_t width, std::size_t padded,
                                           float* out) noexcept {
-  using R = attention_avx2::reader<Elem>;
+  using R = reader<Elem>;
   for (std::size_t c = 0; c < width; c += 8) {
     __m256 x = R::load8(v, c);
     if constexpr (R::scale_block != 0) x = _mm256_mul_ps(x, _mm256_set1_ps(R::scale(v, c / R::scale_block)));
@@ -92,9 +91,9 @@ HEDGE_TARGET_AVX2 inline void dequantize(const typename Elem::unit* v, std::size
 /// One prefill item (see the file comment for the scratch layout).
 /// \tparam Elem the KV element format
 template <class Elem>
-HEDGE_TARGET_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
-                             const prefill_task& t) noexcept {
-  using R = attention_avx2::reader<Elem>;
+HEDGE_TARGET_AVX2 void prefill_tile(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
+                                    const attention_params& p, const detail::prefill_task& t) noexcept {
+  using R = reader<Elem>;
   constexpr std::size_t bk = prefill_key_tile;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   const std::size_t dim = kv.head_dim(), units = kv.vector_units(), padded = attention_padded_dim(dim);
@@ -146,7 +145,7 @@ HEDGE_TARGET_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer,
       if (unmasked) {
         __m256 m = _mm256_loadu_ps(sr);
         for (std::size_t j = 8; j < cols; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sr + j));
-        row_max = attention_avx2::max8(m);
+        row_max = max8(m);
       } else {
         for (std::size_t j = 0; j < cols; ++j) {
           const std::uint64_t key = k0 + j;
@@ -167,11 +166,11 @@ HEDGE_TARGET_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer,
       const __m256 shift = _mm256_set1_ps(new_max);
       __m256 total = _mm256_setzero_ps();
       for (std::size_t j = 0; j < cols; j += 8) {
-        const __m256 e = attention_avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(sr + j), shift));
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(sr + j), shift));
         _mm256_storeu_ps(sr + j, e);
         total = _mm256_add_ps(total, e);
       }
-      l[r] = l[r] * correction + attention_avx2::primitives::sum_lanes(total);
+      l[r] = l[r] * correction + primitives::sum_lanes(total);
       m[r] = new_max;
       if (correction != 1.f) {
         const __m256 cv = _mm256_set1_ps(correction);
@@ -188,22 +187,24 @@ HEDGE_TARGET_AVX2 void tile(const kv_sequence_view<Elem>& kv, std::size_t layer,
   }
 }
 
-}  // namespace prefill_avx2
+}  // namespace hedge::attention::avx2
+
+namespace hedge::attention::detail {
 
 /// AVX2 tiled prefill; formats without an AVX2 reader, or head_dim not a multiple
 /// of 8, use the scalar kernel.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-void prefill_tile(arch::avx2, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+template <kv::KvElement Elem>
+void prefill_tile(arch::avx2, const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                   const prefill_task& t) noexcept {
-  if constexpr (!attention_avx2::reader<Elem>::available) {
+  if constexpr (!avx2::reader<Elem>::available) {
     prefill_tile(arch::scalar{}, kv, layer, p, t);
   } else {
     if (kv.head_dim() % 8 != 0) return prefill_tile(arch::scalar{}, kv, layer, p, t);
-    prefill_avx2::tile(kv, layer, p, t);
+    avx2::prefill_tile(kv, layer, p, t);
   }
 }
 
-}  // namespace hedge
+}  // namespace hedge::attention::detail
 
 #endif  // x86

@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/online_softmax.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/view.hpp"
 #include "hedge/kv/cache.hpp"
 
-namespace hedge {
+namespace hedge::attention {
 
 /// Keys per key tile of the tiled prefill kernels.
 inline constexpr std::size_t prefill_key_tile = 64;
@@ -37,6 +37,13 @@ constexpr std::size_t prefill_workspace_floats(std::size_t q_heads, std::size_t 
   return parts * prefill_item_floats(q_heads / kv_heads, head_dim);
 }
 
+/// Lowest key position the query at `query_pos` sees.
+constexpr std::uint64_t prefill_first_key(std::uint64_t query_pos, std::size_t window) noexcept {
+  return window != 0 && query_pos + 1 > window ? query_pos + 1 - window : 0;
+}
+
+namespace detail {
+
 /// One item: a KV head and query tokens [token_begin, token_end) of the block.
 struct prefill_task {
   const float* q;                        ///< the whole block: tokens x q_heads x head_dim
@@ -47,15 +54,10 @@ struct prefill_task {
   float* scratch;                        ///< prefill_item_floats(group, head_dim) floats
 };
 
-/// Lowest key position the query at `query_pos` sees.
-constexpr std::uint64_t prefill_first_key(std::uint64_t query_pos, std::size_t window) noexcept {
-  return window != 0 && query_pos + 1 > window ? query_pos + 1 - window : 0;
-}
-
 /// Scalar reference: the decode reference kernel per query token.
 /// \tparam Elem the KV element format
-template <KvElement Elem>
-void prefill_tile(arch::scalar, const kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
+template <kv::KvElement Elem>
+void prefill_tile(arch::scalar, const kv::kv_sequence_view<Elem>& kv, std::size_t layer, const attention_params& p,
                   const prefill_task& t) noexcept {
   const std::size_t dim = kv.head_dim(), stride = decode_state_floats(dim), padded = attention_padded_dim(dim);
   for (std::size_t i = t.token_begin; i < t.token_end; ++i) {
@@ -66,10 +68,11 @@ void prefill_tile(arch::scalar, const kv_sequence_view<Elem>& kv, std::size_t la
     decode_partial(arch::scalar{}, kv, layer, p, task);
     for (std::size_t n = 0; n < t.group; ++n) {
       const float* state = t.scratch + n * stride;
-      softmax_state{state[padded], state[padded + 1]}.finish(std::span(state, dim),
-                                                              std::span(t.out + (row + n) * dim, dim));
+      softmax_state{state[padded], state[padded + 1]}.finish({state, dim}, {t.out + (row + n) * dim, dim});
     }
   }
 }
 
-}  // namespace hedge
+}  // namespace detail
+
+}  // namespace hedge::attention

@@ -28,6 +28,7 @@
 #include <span>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
@@ -104,58 +105,66 @@ inline result<void> check_gemm_shapes(std::string_view name, std::size_t n, std:
 
 /// Y = X W^T with W in the GGUF layout (see the file comment).
 /// \tparam W the weight format   \tparam A the arch tag   \tparam E the executor
-template <quant::BlockFormat W, arch::Arch A = arch::native, Executor E = exec::serial>
+template <quant::BlockFormat W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemm(matrix_view<const typename W::block> w, matrix_view<const float> x, matrix_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
-  HEDGE_TRY(detail::check_arch<A>());
-  HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.cols() * W::block_elements, x, y));
-  if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
-  const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
-  if (!prepared) return prepared.error();
-  const matmul::activation_row<W>* rows = *prepared;
-  const std::size_t slices = (w.rows() + detail::gemm_weight_slice - 1) / detail::gemm_weight_slice;
-  executor.parallel_for(slices, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t s = begin; s < end; ++s) {
-      const std::size_t first = s * detail::gemm_weight_slice;
-      const std::size_t count = std::min(detail::gemm_weight_slice, w.rows() - first);
-      const auto slice = w.row_range(first, count);
-      if constexpr (requires { matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data(), y.stride()); }) {
-        matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data() + first, y.stride());
-      } else {
-        for (std::size_t m = 0; m < x.rows(); ++m) {
-          matmul::gemv_rows(A{}, W{}, slice, rows[m].blocks, y.row(m).data() + first);
+  if constexpr (std::is_same_v<A, arch::best>) {
+    return arch::visit<A>([&](auto tag) { return gemm<W, decltype(tag)>(w, x, y, workspace, executor); });
+  } else {
+    HEDGE_TRY(detail::check_arch<A>());
+    HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.cols() * W::block_elements, x, y));
+    if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
+    const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
+    if (!prepared) return prepared.error();
+    const matmul::activation_row<W>* rows = *prepared;
+    const std::size_t slices = (w.rows() + detail::gemm_weight_slice - 1) / detail::gemm_weight_slice;
+    executor.parallel_for(slices, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t s = begin; s < end; ++s) {
+        const std::size_t first = s * detail::gemm_weight_slice;
+        const std::size_t count = std::min(detail::gemm_weight_slice, w.rows() - first);
+        const auto slice = w.row_range(first, count);
+        if constexpr (requires { matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data(), y.stride()); }) {
+          matmul::gemm_rows(A{}, W{}, slice, rows, x.rows(), y.data() + first, y.stride());
+        } else {
+          for (std::size_t m = 0; m < x.rows(); ++m) {
+            matmul::gemv_rows(A{}, W{}, slice, rows[m].blocks, y.row(m).data() + first);
+          }
         }
       }
-    }
-  });
-  return ok();
+    });
+    return ok();
+  }
 }
 
 /// Y = X W^T with W interleaved by repack() (see the file comment).
-template <Interleavable W, arch::Arch A = arch::native, Executor E = exec::serial>
+template <Interleavable W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
-  HEDGE_TRY(detail::check_arch<A>());
-  HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.k(), x, y));
-  if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
-  const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
-  if (!prepared) return prepared.error();
-  const matmul::activation_row<W>* rows = *prepared;
-  executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
-      const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
-      for (std::size_t g = begin; g < end; ++g) {
-        const std::size_t valid = std::min(interleave_rows, w.rows() - g * interleave_rows);
-        matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
-                           y.row(m0).data() + g * interleave_rows, y.stride(), valid);
+  if constexpr (std::is_same_v<A, arch::best>) {
+    return arch::visit<A>([&](auto tag) { return gemm<W, decltype(tag)>(w, x, y, workspace, executor); });
+  } else {
+    HEDGE_TRY(detail::check_arch<A>());
+    HEDGE_TRY(detail::check_gemm_shapes(W::name, w.rows(), w.k(), x, y));
+    if (x.rows() == 0) return ok();  // Y may be an empty view with no storage
+    const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
+    if (!prepared) return prepared.error();
+    const matmul::activation_row<W>* rows = *prepared;
+    executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
+        const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
+        for (std::size_t g = begin; g < end; ++g) {
+          const std::size_t valid = std::min(interleave_rows, w.rows() - g * interleave_rows);
+          matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
+                             y.row(m0).data() + g * interleave_rows, y.stride(), valid);
+        }
       }
-    }
-  });
-  return ok();
+    });
+    return ok();
+  }
 }
 
 /// Y = X W^T on the calling thread (either layout).
-template <class W, arch::Arch A = arch::native, class Weights>
+template <class W, arch::Arch A = arch::best, class Weights>
   requires quant::BlockFormat<W>
 result<void> gemm(Weights w, matrix_view<const float> x, matrix_view<float> y, std::span<std::byte> workspace) {
   exec::serial serial;

@@ -24,6 +24,7 @@
 
 #include "hedge/core/arch.hpp"
 #include "hedge/core/config.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
@@ -85,31 +86,36 @@ result<void> check_arch() noexcept {
 
 /// y = W x (see the file comment).
 /// \tparam W the weight format (a quant::BlockFormat)
-/// \tparam A the arch tag whose kernels run (must be supported by this CPU)
+/// \tparam A the arch tag whose kernels run (must be supported by this CPU), or
+///           `arch::best` (the default): the best compiled variant this CPU runs
 /// \tparam E the executor the rows are split over
-template <quant::BlockFormat W, arch::Arch A = arch::native, Executor E = exec::serial>
+template <quant::BlockFormat W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
-  HEDGE_TRY(detail::check_arch<A>());
-  if (w.cols() * W::block_elements != x.size() || w.rows() != y.size()) {
-    return error{errc::shape_mismatch} << "gemv<" << W::name << ">: W is " << w.rows() << "x"
-                                       << w.cols() * W::block_elements << ", x has " << x.size() << ", y has "
-                                       << y.size();
+  if constexpr (std::is_same_v<A, arch::best>) {
+    return arch::visit<A>([&](auto tag) { return gemv<W, decltype(tag)>(w, x, y, workspace, executor); });
+  } else {
+    HEDGE_TRY(detail::check_arch<A>());
+    if (w.cols() * W::block_elements != x.size() || w.rows() != y.size()) {
+      return error{errc::shape_mismatch} << "gemv<" << W::name << ">: W is " << w.rows() << "x"
+                                         << w.cols() * W::block_elements << ", x has " << x.size() << ", y has "
+                                         << y.size();
+    }
+    const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
+    if (!activation) return activation.error();
+    const auto* xq = activation->blocks;
+    const std::size_t tiles = (w.rows() + gemv_tile_rows - 1) / gemv_tile_rows;
+    executor.parallel_for(tiles, [&](std::size_t begin, std::size_t end) {
+      const std::size_t first = begin * gemv_tile_rows;
+      const std::size_t last = std::min(end * gemv_tile_rows, w.rows());
+      matmul::gemv_rows(A{}, W{}, w.row_range(first, last - first), xq, y.data() + first);
+    });
+    return ok();
   }
-  const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
-  if (!activation) return activation.error();
-  const auto* xq = activation->blocks;
-  const std::size_t tiles = (w.rows() + gemv_tile_rows - 1) / gemv_tile_rows;
-  executor.parallel_for(tiles, [&](std::size_t begin, std::size_t end) {
-    const std::size_t first = begin * gemv_tile_rows;
-    const std::size_t last = std::min(end * gemv_tile_rows, w.rows());
-    matmul::gemv_rows(A{}, W{}, w.row_range(first, last - first), xq, y.data() + first);
-  });
-  return ok();
 }
 
 /// y = W x on the calling thread.
-template <quant::BlockFormat W, arch::Arch A = arch::native>
+template <quant::BlockFormat W, arch::Arch A = arch::best>
 result<void> gemv(matrix_view<const typename W::block> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace) noexcept {
   exec::serial serial;
@@ -120,35 +126,39 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
 /// executor splits the 8-row groups, each part runs the arch's multi-group
 /// GEMV kernel where it has one (`gemv_groups`, AVX2), else the GEMM
 /// microkernel with one activation row per group. Same workspace as the plain layout.
-template <Interleavable W, arch::Arch A = arch::native, Executor E = exec::serial>
+template <Interleavable W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
-  HEDGE_TRY(detail::check_arch<A>());
-  if (w.k() != x.size() || w.rows() != y.size()) {
-    return error{errc::shape_mismatch} << "gemv<interleaved " << W::name << ">: W is " << w.rows() << "x" << w.k()
-                                       << ", x has " << x.size() << ", y has " << y.size();
-  }
-  const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
-  if (!activation) return activation.error();
-  const matmul::activation_row<W> row = *activation;
-  executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
-    const std::size_t first = begin * interleave_rows;
-    const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
-    if constexpr (requires { matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row,
-                                                 y.data() + first, valid); }) {
-      matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row, y.data() + first, valid);
-    } else {
-      for (std::size_t g = begin; g < end; ++g) {
-        const std::size_t rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
-        matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), &row, 1, y.data() + g * interleave_rows, 0,
-                           rows);
-      }
+  if constexpr (std::is_same_v<A, arch::best>) {
+    return arch::visit<A>([&](auto tag) { return gemv<W, decltype(tag)>(w, x, y, workspace, executor); });
+  } else {
+    HEDGE_TRY(detail::check_arch<A>());
+    if (w.k() != x.size() || w.rows() != y.size()) {
+      return error{errc::shape_mismatch} << "gemv<interleaved " << W::name << ">: W is " << w.rows() << "x" << w.k()
+                                         << ", x has " << x.size() << ", y has " << y.size();
     }
-  });
-  return ok();
+    const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
+    if (!activation) return activation.error();
+    const matmul::activation_row<W> row = *activation;
+    executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
+      const std::size_t first = begin * interleave_rows;
+      const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
+      if constexpr (requires { matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row,
+                                                   y.data() + first, valid); }) {
+        matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row, y.data() + first, valid);
+      } else {
+        for (std::size_t g = begin; g < end; ++g) {
+          const std::size_t rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
+          matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), &row, 1, y.data() + g * interleave_rows, 0,
+                             rows);
+        }
+      }
+    });
+    return ok();
+  }
 }
 
-template <Interleavable W, arch::Arch A = arch::native>
+template <Interleavable W, arch::Arch A = arch::best>
 result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace) noexcept {
   exec::serial serial;

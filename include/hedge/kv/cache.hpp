@@ -44,7 +44,7 @@
 #include "hedge/kv/element.hpp"
 #include "hedge/kv/shape.hpp"
 
-namespace hedge {
+namespace hedge::kv {
 
 /// Byte storage a kv_cache can live in: any `Storage` of std::byte.
 template <class S>
@@ -464,4 +464,4 @@ class kv_cache {
   std::size_t free_count_ = 0;
 };
 
-}  // namespace hedge
+}  // namespace hedge::kv

@@ -31,7 +31,7 @@
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q8_0.hpp"
 
-namespace hedge {
+namespace hedge::kv {
 
 /// A KV cache element format: `unit` is the stored type (trivially copyable),
 /// `units(head_dim)` how many units hold one head vector, `encode` stores a head
@@ -144,4 +144,4 @@ struct kv_q4_0 : detail::kv_block_element<quant::q4_0> {};
 static_assert(KvElement<kv_f32> && KvElement<kv_f16> && KvElement<kv_bf16> && KvElement<kv_q8_0> &&
               KvElement<kv_q4_0>);
 
-}  // namespace hedge
+}  // namespace hedge::kv

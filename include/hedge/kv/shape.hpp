@@ -13,7 +13,7 @@
 
 #include "hedge/kv/element.hpp"
 
-namespace hedge {
+namespace hedge::kv {
 
 /// What kv_cache needs from a shape: the three extents, callable on a const object.
 template <class S>
@@ -54,4 +54,4 @@ constexpr std::size_t kv_bytes_per_token(const Shape& shape) noexcept {
 
 static_assert(KvShape<kv_static_shape<1, 1, 1>> && KvShape<kv_dynamic_shape>);
 
-}  // namespace hedge
+}  // namespace hedge::kv

@@ -113,7 +113,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, 
       // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
       __m256i sums[M];
       for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
-      const auto quad = [&](int j) {
+      const auto quad = [&](int j) HEDGE_TARGET_AVX2 {  // a lambda does not inherit the target
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
         const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
@@ -132,7 +132,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, 
         quad(3);
       } else {
         // Not unrolled: g++ 12 would hoist every quad's products for M rows and spill them.
-HEDGE_UNROLL(1)
+        HEDGE_UNROLL(1)
         for (int j = 0; j < 4; ++j) quad(j);
       }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
@@ -160,7 +160,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, 
       prefetch_ahead(g);
       __m256i dots[M];
       for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
-HEDGE_UNROLL(1)
+      HEDGE_UNROLL(1)
       for (int j = 0; j < 8; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
         const __m256i magnitude = _mm256_sign_epi8(w, w);
@@ -195,12 +195,12 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, 
       prefetch_ahead(g);
       __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
       for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
-HEDGE_UNROLL(1)
+      HEDGE_UNROLL(1)
       for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
         __m256i sum_lo[M], sum_hi[M];
         for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
         const std::uint8_t* qs = g.qs + 256 * h;
-HEDGE_UNROLL(2)
+        HEDGE_UNROLL(2)
         for (int j = 0; j < 8; ++j) {
           const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
           const __m256i lo = _mm256_and_si256(q, low4);
