@@ -97,15 +97,15 @@ class edge_stack {
       w.w_down = random_packed_q4_0(dim, ffn, 10 * l + 7);
       layers_.push_back(std::move(w));
     }
-    auto cache = cache_type::make(hedge::kv_dynamic_shape{layers, kv_heads, head_dim},
-                                  hedge::kv_config{.max_sequences = 1, .max_tokens = context, .page_tokens = 64});
+    auto cache = cache_type::make(hedge::kv::kv_dynamic_shape{layers, kv_heads, head_dim},
+                                  hedge::kv::kv_config{.max_sequences = 1, .max_tokens = context, .page_tokens = 64});
     check(cache ? hedge::ok() : hedge::result<void>{cache.error()}, "KV cache");
     cache_ = std::move(*cache);
     auto seq = cache_.create();
     check(seq ? hedge::ok() : hedge::result<void>{seq.error()}, "KV sequence");
     seq_ = *seq;
     workspace_.resize(hedge::kernels::gemv_workspace_bytes<q4_0>(ffn));
-    attention_workspace_.resize(hedge::decode_workspace_floats(heads, head_dim, 64));
+    attention_workspace_.resize(hedge::attention::decode_workspace_floats(heads, head_dim, 64));
   }
 
   /// Weight bytes one decode step streams.
@@ -135,8 +135,8 @@ class edge_stack {
       check(cache_.write(seq_, l, p, k_, v_), "KV write");
       auto kv = cache_.view(seq_);
       check(kv ? hedge::ok() : hedge::result<void>{kv.error()}, "KV view");
-      const hedge::attention_params params{.scale = 1.0f / std::sqrt(static_cast<float>(head_dim))};
-      check(hedge::decode_attention(*kv, l, q_, attn_, params, attention_workspace_, pool_), "attention");
+      const hedge::attention::attention_params params{.scale = 1.0f / std::sqrt(static_cast<float>(head_dim))};
+      check(hedge::attention::decode_attention(*kv, l, q_, attn_, params, attention_workspace_, pool_), "attention");
       gemv(w.wo, attn_, o_);
       for (std::size_t i = 0; i < dim; ++i) x_[i] += o_[i];
       hedge::kernels::rmsnorm(x_, w.ffn_norm, 1e-5f, xn_);
@@ -155,7 +155,7 @@ class edge_stack {
   }
 
  private:
-  using cache_type = hedge::kv_cache<hedge::kv_dynamic_shape, hedge::kv_f16>;
+  using cache_type = hedge::kv::kv_cache<hedge::kv::kv_dynamic_shape, hedge::kv::kv_f16>;
 
   void gemv(const packed_matrix& w, const std::vector<float>& in, std::vector<float>& out) {
     check(hedge::kernels::gemv<q4_0>(w.view(), in, out, workspace_, pool_), "gemv");
@@ -164,7 +164,7 @@ class edge_stack {
   hedge::exec::thread_pool& pool_;
   std::vector<layer_weights> layers_;
   cache_type cache_;
-  hedge::kv_seq seq_{};
+  hedge::kv::kv_seq seq_{};
   std::vector<std::byte> workspace_;
   std::vector<float> attention_workspace_;
   // Activations live in vectors: their sizes are run-time values to the kernels.

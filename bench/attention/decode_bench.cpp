@@ -8,9 +8,11 @@
 // measured in this binary. "cold": the cache holds enough layers (each one
 // sequence's K/V for one layer) that cycling through them exceeds eight times the
 // LLC, so every iteration streams from DRAM, as a real model's layers do.
-// `avx2` uses a contiguous cache (one page per sequence), `avx2_paged16` and
-// `avx2_paged64` pages of 16 (vLLM's default) and 64 tokens taken alternately by
-// two sequences, so pages are not adjacent: their ratio is the paging overhead.
+// <arch> is each tag this build compiles and this CPU supports, then `best` (the
+// default, dispatched at run time; bench/attention/variants.hpp). `<arch>` uses a
+// contiguous cache (one page per sequence), `<arch>_paged16` and `<arch>_paged64`
+// pages of 16 (vLLM's default) and 64 tokens taken alternately by two sequences,
+// so pages are not adjacent: their ratio is the paging overhead.
 // "hot" (context 512, contiguous, one layer of 1 MiB f16 that stays in L2/L3) is
 // the kernel's in-cache throughput: the compute bound the cold figures meet.
 // At one thread, `cycles_per_position` is the thread's user cycles per (position, KV
@@ -27,16 +29,18 @@
 #include "common/report.hpp"
 #include "hedge/attention/decode.hpp"
 #include "hedge/kv/cache.hpp"
+#include "attention/variants.hpp"
 
 namespace {
 
 namespace hb = hedge::bench;
+namespace kv = hedge::kv;
 constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128;
 
 template <class Elem>
 struct filled_cache {
-  hedge::kv_cache<hedge::kv_dynamic_shape, Elem> cache;
-  hedge::kv_seq seq;
+  kv::kv_cache<kv::kv_dynamic_shape, Elem> cache;
+  kv::kv_seq seq;
   std::size_t layers = 0;
 };
 
@@ -50,17 +54,17 @@ filled_cache<Elem>& cache_for(std::size_t context, std::size_t page_tokens, hb::
   if (slot && slot_context == context && slot_page == page_tokens && slot_where == where) return *slot;
   slot.reset();
   auto made = std::make_unique<filled_cache<Elem>>();
-  const std::size_t layer_bytes = context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim);
+  const std::size_t layer_bytes = context * kv_heads * 2 * kv::kv_vector_bytes<Elem>(head_dim);
   made->layers = where == hb::residency::cold ? hb::cold_buffer_count(layer_bytes) : 1;
   const std::size_t sequences = page_tokens != 0 ? 2 : 1;
   auto status = made->cache.init({made->layers, kv_heads, head_dim},
-                                 hedge::kv_config{sequences, context, page_tokens, 0, 0});
+                                 kv::kv_config{sequences, context, page_tokens, 0, 0});
   if (!status) {
     std::fprintf(stderr, "attention bench: %s\n", status.error().c_str());
     std::abort();
   }
   made->seq = *made->cache.create();
-  const auto other = page_tokens != 0 ? made->cache.create() : hedge::result<hedge::kv_seq>(made->seq);
+  const auto other = page_tokens != 0 ? made->cache.create() : hedge::result<kv::kv_seq>(made->seq);
   // 64 distinct token vectors, reused: quantizing every position would dominate set-up.
   const auto keys = hb::pseudo_random_floats(64 * kv_heads * head_dim, 1), values = hb::pseudo_random_floats(64 * kv_heads * head_dim, 2);
   const std::size_t n = kv_heads * head_dim;
@@ -86,13 +90,13 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   const auto view = *filled.cache.view(filled.seq);
   const auto q = hb::pseudo_random_floats(q_heads * head_dim, 3);
   std::vector<float> out(q.size());
-  std::vector<float> workspace(hedge::decode_workspace_floats(q_heads, head_dim, 16));
+  std::vector<float> workspace(hedge::attention::decode_workspace_floats(q_heads, head_dim, 16));
   auto& pool = hb::pool(threads);
-  const hedge::attention_params params{0.0883883f};
+  const hedge::attention::attention_params params{0.0883883f};
   std::size_t layer = 0;
   const hb::user_cycles cycles;
   for (auto _ : state) {
-    const auto status = hedge::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
+    const auto status = hedge::attention::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
     if (!status) {
       state.SkipWithError(status.error().c_str());
       break;
@@ -102,50 +106,48 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
     benchmark::ClobberMemory();
   }
   const auto cycles_per_position = cycles.per(static_cast<double>(state.iterations()) * context * kv_heads);
-  const double bytes = static_cast<double>(context * kv_heads * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
+  const double bytes = static_cast<double>(context * kv_heads * 2 * kv::kv_vector_bytes<Elem>(head_dim));
   hb::set_bandwidth_counters(state, bytes, threads);
   state.counters["layers_cycled"] = static_cast<double>(filled.layers);
   if (threads == 1 && cycles_per_position) state.counters["cycles_per_position"] = *cycles_per_position;
 }
 
-template <class Elem, class Arch>
+template <class Elem>
 void register_element() {
-  if (!Arch::supported()) return;
-  hb::begin_family("attention_decode/" + std::string(Elem::name));
+  const std::string family = "attention_decode/" + std::string(Elem::name);
+  hb::begin_family(family);
   for (std::size_t threads : hb::thread_counts()) {
-    hb::register_benchmark(hb::benchmark_name("attention_decode/" + std::string(Elem::name), Arch::name,
-                                              "ctx512_q32_kv8_d128", hb::residency::hot, threads),
-                           [threads](benchmark::State& state) {
-                             decode_benchmark<Elem, Arch>(state, 512, 0, hb::residency::hot, threads);
-                           });
+    hedge::bench::attention::for_each_variant([&](auto arch) {
+      using Arch = decltype(arch);
+      hb::register_benchmark(hb::benchmark_name(family, Arch::name, "ctx512_q32_kv8_d128", hb::residency::hot, threads),
+                             [threads](benchmark::State& state) {
+                               decode_benchmark<Elem, Arch>(state, 512, 0, hb::residency::hot, threads);
+                             });
+    });
   }
+  // The variants innermost: they share one cache (cache_for keeps the last one made).
   for (std::size_t context : {512, 4096, 16384}) {
     for (std::size_t page_tokens : {0, 16, 64}) {
-      const std::string variant =
-          std::string(Arch::name) + (page_tokens != 0 ? "_paged" + std::to_string(page_tokens) : "");
       const std::string shape = "ctx" + std::to_string(context) + "_q32_kv8_d128";
+      const std::string paging = page_tokens != 0 ? "_paged" + std::to_string(page_tokens) : "";
       for (std::size_t threads : hb::thread_counts()) {
-        hb::register_benchmark(
-            hb::benchmark_name("attention_decode/" + std::string(Elem::name), variant, shape, hb::residency::cold,
-                               threads),
-            [context, page_tokens, threads](benchmark::State& state) {
-              decode_benchmark<Elem, Arch>(state, context, page_tokens, hb::residency::cold, threads);
-            });
+        hedge::bench::attention::for_each_variant([&](auto arch) {
+          using Arch = decltype(arch);
+          hb::register_benchmark(
+              hb::benchmark_name(family, std::string(Arch::name) + paging, shape, hb::residency::cold, threads),
+              [context, page_tokens, threads](benchmark::State& state) {
+                decode_benchmark<Elem, Arch>(state, context, page_tokens, hb::residency::cold, threads);
+              });
+        });
       }
     }
   }
 }
 
 const bool registered = [] {
-#if HEDGE_SIMD_X86
-  register_element<hedge::kv_f16, hedge::arch::avx2>();
-  register_element<hedge::kv_q8_0, hedge::arch::avx2>();
-  register_element<hedge::kv_q4_0, hedge::arch::avx2>();
-#else
-  register_element<hedge::kv_f16, hedge::arch::scalar>();
-  register_element<hedge::kv_q8_0, hedge::arch::scalar>();
-  register_element<hedge::kv_q4_0, hedge::arch::scalar>();
-#endif
+  register_element<kv::kv_f16>();
+  register_element<kv::kv_q8_0>();
+  register_element<kv::kv_q4_0>();
   return true;
 }();
 

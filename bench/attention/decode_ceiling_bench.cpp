@@ -3,7 +3,7 @@
 //
 //   attention_decode_ceiling/<elem>/avx2/tile32_g4_d128/hot/threads:<t>
 //
-// One pass = the logits of a 32-position tile for 4 query heads (attention_avx2::dot2, or
+// One pass = the logits of a 32-position tile for 4 query heads (attention::avx2::dot2, or
 // dot2_blocks against the Q8_0-rounded query), for block formats the weights times each
 // value block's scale, then the tile's values into the 4 heads' outputs
 // (accumulate_values). No softmax, no tile gathering, no prefetch, no cache misses: what
@@ -16,6 +16,8 @@
 // `cycles_per_position`: the calling thread's user cycles per (position, KV head), which
 // unlike bytes/s does not move with the core clock (on a shared guest it does, by 30 %).
 #include <benchmark/benchmark.h>
+
+#include "hedge/compiler/attributes.hpp"  // HEDGE_SIMD_X86
 
 #if HEDGE_SIMD_X86
 #include <algorithm>
@@ -34,7 +36,7 @@
 namespace {
 
 namespace hb = hedge::bench;
-namespace av = hedge::attention_avx2;
+namespace av = hedge::attention::avx2;
 constexpr std::size_t head_dim = 128, positions = 32, heads = 4, passes = 64;
 
 /// One thread's tile: K and V of `positions` positions in the stored format, the 4 queries
@@ -50,7 +52,7 @@ struct ceiling_tile {
   alignas(32) float logits[positions * 4];
   alignas(32) float weights[positions * 4];
   alignas(32) float scaled[head_dim / 32][positions * 4];
-  alignas(32) float acc[heads][hedge::attention_max_head_dim];
+  alignas(32) float acc[heads][hedge::attention::attention_max_head_dim];
 
   explicit ceiling_tile(std::size_t seed) : keys(positions * units), values(positions * units) {
     const auto k = hb::pseudo_random_floats(positions * head_dim, static_cast<std::uint32_t>(2 * seed + 1));
@@ -97,7 +99,7 @@ void ceiling_benchmark(benchmark::State& state, std::size_t threads) {
   // then waits, spinning, for the others: with several threads this is the slowest one's.
   if (const auto per_position = cycles.per(static_cast<double>(state.iterations()) * passes * positions))
     state.counters["cycles_per_position"] = *per_position;
-  const double tile_bytes = static_cast<double>(positions * 2 * hedge::kv_vector_bytes<Elem>(head_dim));
+  const double tile_bytes = static_cast<double>(positions * 2 * hedge::kv::kv_vector_bytes<Elem>(head_dim));
   hb::set_bandwidth_counters(state, tile_bytes * passes * static_cast<double>(threads), threads);
 }
 
@@ -112,8 +114,8 @@ void register_element() {
 }
 
 const bool registered = [] {
-  register_element<hedge::kv_f16>();
-  register_element<hedge::kv_q8_0>();
+  register_element<hedge::kv::kv_f16>();
+  register_element<hedge::kv::kv_q8_0>();
   return true;
 }();
 

@@ -1,6 +1,7 @@
 // Causal prefill attention of 512 tokens (a prompt appended to an empty
 // sequence): 32 query heads, 8 KV heads, head_dim 128, f16 and q8_0 KV,
-// scalar and AVX2, 1 and all threads. Reports GFLOP/s counting the causal work
+// every arch tag this build compiles and this CPU supports, then `best` (the
+// default, dispatched at run time; variants.hpp), 1 and all threads. Reports GFLOP/s counting the causal work
 // only: 4 x head_dim flops (q.k and p.v, multiply + add) per visible (query
 // head, key) pair, (n (n + 1) / 2) pairs per query head.
 //
@@ -14,6 +15,7 @@
 #include "common/inputs.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/prefill.hpp"
+#include "attention/variants.hpp"
 #include "hedge/kv/cache.hpp"
 
 namespace {
@@ -23,8 +25,8 @@ constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128, tokens = 512;
 
 template <class Elem, class Arch>
 void prefill_benchmark(benchmark::State& state, std::size_t threads) {
-  hedge::kv_cache<hedge::kv_dynamic_shape, Elem> cache;
-  if (auto r = cache.init({1, kv_heads, head_dim}, hedge::kv_config{1, tokens, 16, 0, 0}); !r) {
+  hedge::kv::kv_cache<hedge::kv::kv_dynamic_shape, Elem> cache;
+  if (auto r = cache.init({1, kv_heads, head_dim}, hedge::kv::kv_config{1, tokens, 16, 0, 0}); !r) {
     state.SkipWithError(r.error().c_str());
     return;
   }
@@ -38,9 +40,10 @@ void prefill_benchmark(benchmark::State& state, std::size_t threads) {
   const auto q = hb::pseudo_random_floats(tokens * q_heads * head_dim, 3);
   std::vector<float> out(q.size());
   auto& pool = hb::pool(threads);
-  std::vector<float> workspace(hedge::prefill_workspace_floats(q_heads, kv_heads, head_dim, pool.concurrency()));
+  std::vector<float> workspace(hedge::attention::prefill_workspace_floats(q_heads, kv_heads, head_dim, pool.concurrency()));
   for (auto _ : state) {
-    const auto status = hedge::prefill_attention<Arch>(view, 0, tokens, q, out, {0.0883883f}, workspace, pool);
+    const auto status =
+        hedge::attention::prefill_attention<Arch>(view, 0, tokens, q, out, {0.0883883f}, workspace, pool);
     if (!status) {
       state.SkipWithError(status.error().c_str());
       break;
@@ -51,23 +54,21 @@ void prefill_benchmark(benchmark::State& state, std::size_t threads) {
   hb::set_flops_counters(state, 4.0 * head_dim * q_heads * (tokens * (tokens + 1) / 2.0));
 }
 
-template <class Elem, class Arch>
-void register_variant() {
-  if (!Arch::supported()) return;
+template <class Elem>
+void register_element() {
   for (std::size_t threads : hb::thread_counts()) {
-    hb::register_benchmark(hb::benchmark_name("attention_prefill/" + std::string(Elem::name), Arch::name,
-                                              "tokens512_q32_kv8_d128", hb::residency::hot, threads),
-                           [threads](benchmark::State& state) { prefill_benchmark<Elem, Arch>(state, threads); });
+    hedge::bench::attention::for_each_variant([&](auto arch) {
+      using Arch = decltype(arch);
+      hb::register_benchmark(hb::benchmark_name("attention_prefill/" + std::string(Elem::name), Arch::name,
+                                                "tokens512_q32_kv8_d128", hb::residency::hot, threads),
+                             [threads](benchmark::State& state) { prefill_benchmark<Elem, Arch>(state, threads); });
+    });
   }
 }
 
 const bool registered = [] {
-#if HEDGE_SIMD_X86
-  register_variant<hedge::kv_f16, hedge::arch::avx2>();
-  register_variant<hedge::kv_q8_0, hedge::arch::avx2>();
-#endif
-  register_variant<hedge::kv_f16, hedge::arch::scalar>();
-  register_variant<hedge::kv_q8_0, hedge::arch::scalar>();
+  register_element<hedge::kv::kv_f16>();
+  register_element<hedge::kv::kv_q8_0>();
   return true;
 }();
 

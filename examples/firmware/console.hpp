@@ -5,7 +5,9 @@
 // no debugger attached `bkpt` faults: replace write() and exit() with the board's UART.
 //
 // No printf: newlib's stdio allocates its buffers, and the image must stay heap-free.
-// Numbers are formatted with std::to_chars into a fixed line buffer.
+// Integers are formatted with std::to_chars; doubles by hand, in scientific notation with
+// 4 significant digits, because libstdc++'s std::to_chars(double) links Ryu's tables
+// (about 100 KB of flash) and asserts through newlib's stdio.
 #pragma once
 
 #include <charconv>
@@ -16,8 +18,8 @@
 namespace firmware {
 
 namespace semihosting {
-inline constexpr std::uint32_t sys_write0 = 0x04;         // write a NUL-terminated string
-inline constexpr std::uint32_t sys_exit_extended = 0x20;  // report an exit code and stop
+inline constexpr std::uint32_t sys_write0 = 0x04;           // write a NUL-terminated string
+inline constexpr std::uint32_t sys_exit_extended = 0x20;    // report an exit code and stop
 inline constexpr std::uint32_t application_exit = 0x20026;  // ADP_Stopped_ApplicationExit
 
 inline std::uint32_t call(std::uint32_t operation, const void* argument) noexcept {
@@ -47,7 +49,21 @@ class line {
   line& operator<<(const char* s) noexcept { return *this << std::string_view{s}; }
   line& operator<<(std::size_t v) noexcept { return put(std::to_chars(scratch_, scratch_ + sizeof scratch_, v)); }
   line& operator<<(double v) noexcept {
-    return put(std::to_chars(scratch_, scratch_ + sizeof scratch_, v, std::chars_format::general, 4));
+    if (v != v) return *this << "nan";
+    if (v < 0) *this << "-", v = -v;
+    if (v == 0) return *this << "0";
+    if (v > 1e300) return *this << "inf";
+    int exponent = 0;
+    while (v >= 10) v /= 10, ++exponent;
+    while (v < 1) v *= 10, --exponent;
+    auto digits = static_cast<std::size_t>(v * 1000 + 0.5);  // 4 significant digits: 1000..10000
+    if (digits >= 10000) digits /= 10, ++exponent;
+    const char mantissa[] = {char('0' + digits / 1000), '.', char('0' + digits / 100 % 10),
+                             char('0' + digits / 10 % 10), char('0' + digits % 10)};
+    *this << std::string_view{mantissa, sizeof mantissa};
+    if (exponent == 0) return *this;
+    *this << "e" << (exponent < 0 ? "-" : "");
+    return *this << static_cast<std::size_t>(exponent < 0 ? -exponent : exponent);
   }
   void end() noexcept {
     text_[used_++] = '\n';

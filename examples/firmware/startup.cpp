@@ -1,8 +1,16 @@
 // examples/firmware/startup.cpp: the Cortex-M7 vector table and reset handler of the
 // bare-metal image, in place of newlib's crt0 (which sets the heap up through
 // semihosting). Reset: enable the FPU, copy .data from flash, zero .bss, run static
-// constructors, call main, report main's return value as the exit code. Any fault
-// prints which one and exits with code 2, so a run never hangs on a fault.
+// constructors, call main, report main's return value as the exit code. A fault exits
+// with code 2 and abort() or a failed assert() with code 3, each after a FAIL line, so
+// a run never hangs.
+//
+// abort() and __assert_func() are defined here, as a bare-metal image must: newlib's
+// abort() raises SIGABRT through a signal table it allocates with malloc, and its
+// __assert_func() prints with fiprintf, whose stdio buffers come from malloc. Both are
+// reachable from hedge code through libstdc++: std::to_chars(double) asserts (route's
+// explain() formats scores with it), and std::string_view::substr calls
+// std::__throw_out_of_range_fmt, which calls abort() under -fno-exceptions.
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +21,8 @@ extern std::uint32_t __data_load[], __data_start[], __data_end[], __bss_start[],
 extern void (*__preinit_array_start[])(), (*__preinit_array_end[])();
 extern void (*__init_array_start[])(), (*__init_array_end[])();
 int main();
+[[noreturn]] void abort();
+[[noreturn]] void __assert_func(const char* file, int line, const char* function, const char* condition);
 [[noreturn]] void reset_handler();
 [[noreturn]] void fault_handler();
 [[noreturn]] void start_after_reset();
@@ -64,4 +74,15 @@ extern "C" void fault_handler() {
   firmware::line out;
   (out << "FAIL: fault, exception " << std::size_t{exception & 0x1FF}).end();
   firmware::exit(2);
+}
+
+extern "C" void abort() {
+  firmware::write("FAIL: abort()\n");
+  firmware::exit(3);
+}
+
+extern "C" void __assert_func(const char* file, int line, const char*, const char* condition) {
+  firmware::line out;
+  (out << "FAIL: assert(" << condition << ") at " << file << ":" << std::size_t(line)).end();
+  firmware::exit(3);
 }

@@ -19,7 +19,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -29,22 +31,25 @@
 
 namespace {
 
-using hedge::kv_config;
-using hedge::kv_dynamic_shape;
+namespace attention = hedge::attention;
+namespace kv = hedge::kv;
+using kv::kv_config;
+using kv::kv_dynamic_shape;
 constexpr double tolerance = 2e-5;
 
 template <class Elem>
 class DecodeAttention : public ::testing::Test {};
 TYPED_TEST_SUITE(DecodeAttention, hedge::test::kv_elements);
 
-// Runs decode with every arch variant this CPU supports and checks each against the reference.
+// Runs decode with every arch variant this build compiles and this CPU supports (arch::compiled)
+// and checks each against the reference.
 template <class Elem>
-void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::size_t layer,
-                             const std::vector<float>& q, const hedge::attention_params& p, std::size_t splits,
+void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t layer,
+                             const std::vector<float>& q, const attention::attention_params& p, std::size_t splits,
                              const char* what) {
   const auto want = hedge::test::reference_attention(view, layer, q, p, view.begin(), view.end(), view.end() - 1);
   // What the SIMD kernels compute for block-quantized keys: attention of the Q8_0-rounded query.
-  constexpr bool rounds_query = std::is_same_v<Elem, hedge::kv_q8_0> || std::is_same_v<Elem, hedge::kv_q4_0>;
+  constexpr bool rounds_query = std::is_same_v<Elem, kv::kv_q8_0> || std::is_same_v<Elem, kv::kv_q4_0>;
   const auto rounded = rounds_query ? hedge::test::q8_0_rounded(q, view.head_dim()) : q;
   const auto want_rounded =
       rounds_query ? hedge::test::reference_attention(view, layer, rounded, p, view.begin(), view.end(), view.end() - 1)
@@ -52,24 +57,20 @@ void check_against_reference(const hedge::kv_sequence_view<Elem>& view, std::siz
   const double rounding_bound =
       rounds_query ? hedge::test::query_rounding_bound(view, layer, q, rounded, p, want) : 0.0;
   std::vector<float> out(q.size());
-  std::vector<float> workspace(hedge::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), splits));
-  auto run = [&](auto arch, bool rounded_query) {
-    if (!decltype(arch)::supported()) return;
-    auto r = hedge::decode_attention<decltype(arch)>(view, layer, q, out, p, workspace, hedge::exec::serial{}, splits);
+  std::vector<float> workspace(attention::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), splits));
+  hedge::exec::serial serial;
+  hedge::test::for_each_supported_arch([&](auto arch) {
+    using A = decltype(arch);
+    const bool rounded_query = rounds_query && !std::is_same_v<A, hedge::arch::scalar>;
+    auto r = attention::decode_attention<A>(view, layer, q, out, p, workspace, serial, splits);
     ASSERT_TRUE(r) << r.error().c_str();
     EXPECT_LE(hedge::test::relative_error(out, rounded_query ? want_rounded : want), tolerance)
-        << decltype(arch)::name << " " << Elem::name << " " << what << " splits " << splits;
+        << A::name << " " << Elem::name << " " << what << " splits " << splits;
     if (rounded_query) {
       EXPECT_LE(hedge::test::relative_error(out, want), rounding_bound + tolerance)
-          << decltype(arch)::name << " " << Elem::name << " " << what << " against the unrounded query";
+          << A::name << " " << Elem::name << " " << what << " against the unrounded query";
     }
-  };
-  run(hedge::arch::scalar{}, false);
-  run(hedge::arch::avx2{}, rounds_query);
-#if HEDGE_SIMD_NEON
-  run(hedge::arch::neon{}, rounds_query);  // smull int8 q.k, also where the CPU has dotprod
-  run(hedge::arch::neon_dotprod{}, rounds_query);
-#endif
+  });
 }
 
 TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
@@ -79,7 +80,7 @@ TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
     for (std::size_t group : {1, 4, 8}) {
       for (std::size_t page_tokens : {0, 16}) {
         const std::size_t kv_heads = 2, max_tokens = 1100;
-        auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({2, kv_heads, dim},
+        auto cache = kv::kv_cache<kv_dynamic_shape, Elem>::make({2, kv_heads, dim},
                                                                    kv_config{2, max_tokens, page_tokens, 0, 0});
         ASSERT_TRUE(cache);
         auto seq = *cache->create();
@@ -91,7 +92,7 @@ TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
           if (page_tokens != 0) hedge::test::append_random(*cache, other, 1, rng);
           length = context;
           const auto q = hedge::test::random_floats(kv_heads * group * dim, rng);
-          const hedge::attention_params p{1.f / std::sqrt(static_cast<float>(dim))};
+          const attention::attention_params p{1.f / std::sqrt(static_cast<float>(dim))};
           char what[96];
           std::snprintf(what, sizeof what, "dim %zu group %zu page %zu context %zu", dim, group, page_tokens, context);
           check_against_reference(*cache->view(seq), 1, q, p, context > 256 ? 3 : 1, what);
@@ -112,7 +113,7 @@ TYPED_TEST(DecodeAttention, LongContext8192Paged) {
 TYPED_TEST(DecodeAttention, AfterTruncateAndFork) {
   using Elem = TypeParam;
   std::mt19937 rng(3);
-  auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 64}, kv_config{3, 600, 16, 0, 0});
+  auto cache = kv::kv_cache<kv_dynamic_shape, Elem>::make({1, 2, 64}, kv_config{3, 600, 16, 0, 0});
   ASSERT_TRUE(cache);
   auto parent = *cache->create();
   hedge::test::append_random(*cache, parent, 300, rng);
@@ -146,11 +147,11 @@ TYPED_TEST(DecodeAttention, AnySplitCountGivesTheSameOutput) {
   const auto filled = hedge::test::make_filled_sequence<Elem>({1, 1, 128}, kv_config{1, 3000, 16, 0, 0}, 2999, rng);
   const auto view = filled.view();
   const auto q = hedge::test::random_floats(4 * 128, rng);
-  std::vector<float> one(q.size()), split(q.size()), workspace(hedge::decode_workspace_floats(4, 128, 64));
+  std::vector<float> one(q.size()), split(q.size()), workspace(attention::decode_workspace_floats(4, 128, 64));
   hedge::exec::thread_pool pool(2);
-  ASSERT_TRUE(hedge::decode_attention(view, 0, q, one, {0.1f}, workspace, hedge::exec::serial{}, 1));
+  ASSERT_TRUE(attention::decode_attention(view, 0, q, one, {0.1f}, workspace, 1));
   for (std::size_t splits : {2, 3, 7, 64}) {
-    ASSERT_TRUE(hedge::decode_attention(view, 0, q, split, {0.1f}, workspace, pool, splits));
+    ASSERT_TRUE(attention::decode_attention(view, 0, q, split, {0.1f}, workspace, pool, splits));
     double err = 0, scale = 0;
     for (std::size_t i = 0; i < q.size(); ++i) {
       err = std::max(err, static_cast<double>(std::fabs(one[i] - split[i])));
@@ -164,7 +165,7 @@ TYPED_TEST(DecodeAttention, AnySplitCountGivesTheSameOutput) {
 // sums pairs of 127 x 127 products in int16 lanes (vpmaddubsw), 32258 < 32767, so
 // nothing saturates; logits reach +-22 (scale 0.088), where the softmax is peaked.
 TEST(DecodeAttentionIntegerLogits, FullScaleQ8_0KeysDoNotSaturate) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_q8_0>::make({1, 1, 128}, kv_config{1, 64, 0, 0, 0});
+  auto cache = kv::kv_cache<kv_dynamic_shape, kv::kv_q8_0>::make({1, 1, 128}, kv_config{1, 64, 0, 0, 0});
   ASSERT_TRUE(cache);
   auto seq = *cache->create();
   std::mt19937 rng(13);
@@ -180,47 +181,80 @@ TEST(DecodeAttentionIntegerLogits, FullScaleQ8_0KeysDoNotSaturate) {
   check_against_reference(*cache->view(seq), 0, q, {0.0883883f}, 1, "full scale");
 }
 
+// arch::best, the default, runs the first tag of arch::compiled this CPU supports, chosen
+// at run time where the build's -march does not cover it (a baseline x86-64 build): on an
+// AVX2 CPU the AVX2 kernel or a tag derived from it, with that tag's output bit for bit.
+template <class Elem>
+void check_best_equals_its_tag() {
+  std::mt19937 rng(19);
+  const auto filled = hedge::test::make_filled_sequence<Elem>({1, 2, 128}, kv_config{1, 600, 16, 0, 0}, 555, rng);
+  const auto q = hedge::test::random_floats(8 * 128, rng);
+  std::vector<float> by_best(q.size()), by_tag(q.size()), workspace(attention::decode_workspace_floats(8, 128, 3));
+  ASSERT_TRUE(attention::decode_attention(filled.view(), 0, q, by_best, {0.088f}, workspace, 3));
+  hedge::arch::visit<hedge::arch::best>([&](auto tag) {
+    ASSERT_TRUE(attention::decode_attention<decltype(tag)>(filled.view(), 0, q, by_tag, {0.088f}, workspace, 3));
+  });
+  EXPECT_EQ(std::memcmp(by_best.data(), by_tag.data(), q.size() * sizeof(float)), 0) << Elem::name;
+}
+
+TEST(DecodeAttentionDispatch, BestRunsTheBestSupportedVariant) {
+  std::string_view first_supported;
+  hedge::test::for_each_supported_arch([&](auto tag) {
+    if (first_supported.empty()) first_supported = decltype(tag)::name;
+  });
+  EXPECT_EQ(hedge::test::best_arch_name(), first_supported);
+#if HEDGE_SIMD_X86
+  if (hedge::arch::avx2::supported()) {
+    EXPECT_TRUE(hedge::arch::visit<hedge::arch::best>(
+        [](auto tag) { return std::is_base_of_v<hedge::arch::avx2, decltype(tag)>; }))
+        << "arch::best runs " << hedge::test::best_arch_name() << " on an AVX2 CPU";
+  }
+#endif
+  check_best_equals_its_tag<kv::kv_f16>();
+  check_best_equals_its_tag<kv::kv_q8_0>();
+}
+
 TEST(DecodeAttentionLayouts, PagedAndContiguousGiveTheSameOutput) {
   std::mt19937 rng_a(9), rng_b(9);
-  auto contiguous = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 0, 0, 0});
-  auto paged = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 16, 0, 0});
+  auto contiguous = kv::kv_cache<kv_dynamic_shape, kv::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 0, 0, 0});
+  auto paged = kv::kv_cache<kv_dynamic_shape, kv::kv_f16>::make({1, 8, 128}, kv_config{1, 1000, 16, 0, 0});
   ASSERT_TRUE(contiguous && paged);
   auto a = *contiguous->create();
   auto b = *paged->create();
   hedge::test::append_random(*contiguous, a, 999, rng_a);
   hedge::test::append_random(*paged, b, 999, rng_b);
   const auto q = hedge::test::random_floats(32 * 128, rng_a);
-  std::vector<float> out_a(q.size()), out_b(q.size()), workspace(hedge::decode_workspace_floats(32, 128, 1));
-  ASSERT_TRUE(hedge::decode_attention(*contiguous->view(a), 0, q, out_a, {0.088f}, workspace));
-  ASSERT_TRUE(hedge::decode_attention(*paged->view(b), 0, q, out_b, {0.088f}, workspace));
+  std::vector<float> out_a(q.size()), out_b(q.size()), workspace(attention::decode_workspace_floats(32, 128, 1));
+  ASSERT_TRUE(attention::decode_attention(*contiguous->view(a), 0, q, out_a, {0.088f}, workspace));
+  ASSERT_TRUE(attention::decode_attention(*paged->view(b), 0, q, out_b, {0.088f}, workspace));
   for (std::size_t i = 0; i < q.size(); ++i) ASSERT_NEAR(out_a[i], out_b[i], 1e-6) << i;
 }
 
 TEST(DecodeAttentionErrors, ShapeWorkspaceLayerAndHeadDim) {
   std::mt19937 rng(1);
   const auto filled =
-      hedge::test::make_filled_sequence<hedge::kv_f32>({1, 2, 64}, kv_config{1, 16, 0, 0, 0}, 4, rng);
+      hedge::test::make_filled_sequence<kv::kv_f32>({1, 2, 64}, kv_config{1, 16, 0, 0, 0}, 4, rng);
   const auto view = filled.view();
   std::vector<float> q(3 * 64), out(3 * 64), workspace(1000);
-  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
+  EXPECT_EQ(attention::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
   q.resize(4 * 64);
-  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
+  EXPECT_EQ(attention::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::shape_mismatch);
   out.resize(4 * 64);
-  EXPECT_EQ(hedge::decode_attention(view, 1, q, out, {}, workspace).error().code(), hedge::errc::out_of_range);
+  EXPECT_EQ(attention::decode_attention(view, 1, q, out, {}, workspace).error().code(), hedge::errc::out_of_range);
   workspace.resize(10);
-  EXPECT_EQ(hedge::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::capacity_exceeded);
+  EXPECT_EQ(attention::decode_attention(view, 0, q, out, {}, workspace).error().code(), hedge::errc::capacity_exceeded);
 }
 
 // The decode step (extend, write K/V, attend) allocates nothing once the cache,
 // the workspace and the thread pool exist.
 TEST(DecodeAttentionHeap, DecodeStepAllocatesNothing) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_q8_0>::make({2, 2, 64}, kv_config{1, 512, 16, 0, 0});
+  auto cache = kv::kv_cache<kv_dynamic_shape, kv::kv_q8_0>::make({2, 2, 64}, kv_config{1, 512, 16, 0, 0});
   ASSERT_TRUE(cache);
   auto seq = *cache->create();
   std::mt19937 rng(2);
   hedge::test::append_random(*cache, seq, 300, rng);
   const auto k = hedge::test::random_floats(128, rng), q = hedge::test::random_floats(8 * 64, rng);
-  std::vector<float> out(q.size()), workspace(hedge::decode_workspace_floats(8, 64, 8));
+  std::vector<float> out(q.size()), workspace(attention::decode_workspace_floats(8, 64, 8));
   hedge::exec::thread_pool pool(2);
   hedge::test::alloc_scope scope;
   for (int step = 0; step < 20; ++step) {
@@ -229,8 +263,8 @@ TEST(DecodeAttentionHeap, DecodeStepAllocatesNothing) {
     for (std::size_t layer = 0; layer < 2; ++layer) {
       ASSERT_TRUE(cache->write(seq, layer, *pos, k, k));
       const auto view = cache->view(seq);
-      ASSERT_TRUE(hedge::decode_attention(*view, layer, q, out, {0.125f}, workspace, pool, 4));
-      ASSERT_TRUE(hedge::decode_attention<hedge::arch::scalar>(*view, layer, q, out, {0.125f}, workspace));
+      ASSERT_TRUE(attention::decode_attention(*view, layer, q, out, {0.125f}, workspace, pool, 4));
+      ASSERT_TRUE(attention::decode_attention<hedge::arch::scalar>(*view, layer, q, out, {0.125f}, workspace));
     }
   }
   EXPECT_EQ(scope.count(), 0u);

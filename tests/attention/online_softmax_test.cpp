@@ -11,7 +11,7 @@ namespace {
 
 // State and accumulator of logits l[i] over values v[i] (one value per key, dim 1..2).
 struct partial {
-  hedge::softmax_state state;
+  hedge::attention::softmax_state state;
   std::vector<float> acc;
 };
 partial run(const std::vector<float>& logits, const std::vector<float>& values, std::size_t begin, std::size_t end) {
@@ -44,16 +44,16 @@ TEST(SoftmaxState, MergeOfTwoRangesEqualsTheWholeRange) {
 }
 
 TEST(SoftmaxState, EmptyStatesAreNeutralAndFinishToZero) {
-  hedge::softmax_state empty;
+  hedge::attention::softmax_state empty;
   std::vector<float> acc{0.f, 0.f}, out{9.f, 9.f};
   empty.finish(acc, out);
   EXPECT_EQ(out[0], 0.f);
   const std::vector<float> other_acc{6.f, 3.f};
-  empty.merge(acc, hedge::softmax_state{1.f, 3.f}, other_acc);
+  empty.merge(acc, hedge::attention::softmax_state{1.f, 3.f}, other_acc);
   EXPECT_EQ(empty.max, 1.f);
   EXPECT_EQ(empty.sum, 3.f);
   EXPECT_EQ(acc[0], 6.f);
-  empty.merge(acc, hedge::softmax_state{}, std::vector<float>{0.f, 0.f});
+  empty.merge(acc, hedge::attention::softmax_state{}, std::vector<float>{0.f, 0.f});
   EXPECT_EQ(empty.sum, 3.f);
 }
 

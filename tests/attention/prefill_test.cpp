@@ -1,12 +1,13 @@
 // Causal prefill attention against the float64 reference (one reference call per
 // query token, keys up to and including its own position), every element
-// format, scalar and AVX2, GQA groups 1/4/8, head_dim 64/80/128, paged storage,
+// format, every arch variant the build compiles and the CPU runs, GQA groups 1/4/8, head_dim 64/80/128, paged storage,
 // a block appended after an existing prefix, a sliding window, soft-cap and ALiBi,
 // 1 and 2 threads. Tolerance as decode's (2e-5 relative to max |output|).
 #include "hedge/attention/prefill.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -15,8 +16,10 @@
 
 namespace {
 
-using hedge::kv_config;
-using hedge::kv_dynamic_shape;
+namespace attention = hedge::attention;
+namespace kv = hedge::kv;
+using kv::kv_config;
+using kv::kv_dynamic_shape;
 constexpr double tolerance = 2e-5;
 
 template <class Elem>
@@ -24,28 +27,27 @@ class PrefillAttention : public ::testing::Test {};
 TYPED_TEST_SUITE(PrefillAttention, hedge::test::kv_elements);
 
 template <class Elem, class Exec>
-void check_prefill(const hedge::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
-                   const std::vector<float>& q, const hedge::attention_params& p, Exec& exec, const char* what) {
+void check_prefill(const kv::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
+                   const std::vector<float>& q, const attention::attention_params& p, Exec& exec, const char* what) {
   const std::size_t dim = view.head_dim(), q_heads = q.size() / (tokens * dim);
   std::vector<double> want(q.size());
   for (std::size_t i = 0; i < tokens; ++i) {
     const std::uint64_t pos = view.end() - tokens + i;
-    const auto row = hedge::test::reference_attention(view, layer, std::span(q).subspan(i * q_heads * dim, q_heads * dim),
-                                                      p, hedge::prefill_first_key(pos, view.window()), pos + 1, pos);
+    const auto row_q = std::span(q).subspan(i * q_heads * dim, q_heads * dim);
+    const auto row = hedge::test::reference_attention(view, layer, row_q, p,
+                                                      attention::prefill_first_key(pos, view.window()), pos + 1, pos);
     std::copy(row.begin(), row.end(), want.begin() + static_cast<std::ptrdiff_t>(i * q_heads * dim));
   }
   std::vector<float> out(q.size());
   std::vector<float> workspace(
-      hedge::prefill_workspace_floats(q_heads, view.kv_heads(), dim, exec.concurrency()));
-  auto run = [&](auto arch) {
-    if (!decltype(arch)::supported()) return;
+      attention::prefill_workspace_floats(q_heads, view.kv_heads(), dim, exec.concurrency()));
+  hedge::test::for_each_supported_arch([&](auto arch) {
+    using A = decltype(arch);
     std::fill(out.begin(), out.end(), 0.f);
-    auto r = hedge::prefill_attention<decltype(arch)>(view, layer, tokens, q, out, p, workspace, exec);
+    auto r = attention::prefill_attention<A>(view, layer, tokens, q, out, p, workspace, exec);
     ASSERT_TRUE(r) << r.error().c_str();
-    EXPECT_LE(hedge::test::relative_error(out, want), tolerance) << decltype(arch)::name << " " << Elem::name << " " << what;
-  };
-  run(hedge::arch::scalar{});
-  run(hedge::arch::avx2{});
+    EXPECT_LE(hedge::test::relative_error(out, want), tolerance) << A::name << " " << Elem::name << " " << what;
+  });
 }
 
 TYPED_TEST(PrefillAttention, MatchesFloat64Reference) {
@@ -57,7 +59,7 @@ TYPED_TEST(PrefillAttention, MatchesFloat64Reference) {
     for (std::size_t group : {1, 4, 8}) {
       const std::size_t kv_heads = 2, q_heads = kv_heads * group;
       auto cache =
-          hedge::kv_cache<kv_dynamic_shape, Elem>::make({1, kv_heads, dim}, kv_config{2, 400, 16, 0, 0});
+          kv::kv_cache<kv_dynamic_shape, Elem>::make({1, kv_heads, dim}, kv_config{2, 400, 16, 0, 0});
       ASSERT_TRUE(cache);
       auto seq = *cache->create();
       auto other = *cache->create();
@@ -89,9 +91,26 @@ TYPED_TEST(PrefillAttention, SlidingWindowSoftcapAlibi) {
   check_prefill(filled.view(), 0, tokens, q, {0.125f, 4.f}, serial, "window softcap");
   check_prefill(filled.view(), 0, tokens, q, {0.125f, 0.f, slopes}, serial, "window alibi");
   // A block reaching back past the ring is an error, not garbage.
-  std::vector<float> big(250 * 4 * 64), out(big.size()), workspace(hedge::prefill_workspace_floats(4, 1, 64, 1));
-  EXPECT_EQ(hedge::prefill_attention(filled.view(), 0, 250, big, out, {0.125f}, workspace).error().code(),
+  std::vector<float> big(250 * 4 * 64), out(big.size()), workspace(attention::prefill_workspace_floats(4, 1, 64, 1));
+  EXPECT_EQ(attention::prefill_attention(filled.view(), 0, 250, big, out, {0.125f}, workspace).error().code(),
             hedge::errc::out_of_range);
+}
+
+// arch::best, the default, gives the output of the tag it resolves to, bit for bit.
+TEST(PrefillAttentionDispatch, BestEqualsItsTagBitForBit) {
+  std::mt19937 rng(29);
+  hedge::exec::thread_pool pool(2);
+  const auto filled = hedge::test::make_filled_sequence<kv::kv_q8_0>({1, 2, 64}, kv_config{1, 300, 16, 0, 0}, 200, rng);
+  const std::size_t tokens = 90;
+  const auto q = hedge::test::random_floats(tokens * 8 * 64, rng);
+  std::vector<float> by_best(q.size()), by_tag(q.size());
+  std::vector<float> workspace(attention::prefill_workspace_floats(8, 2, 64, pool.concurrency()));
+  ASSERT_TRUE(attention::prefill_attention(filled.view(), 0, tokens, q, by_best, {0.125f}, workspace, pool));
+  hedge::arch::visit<hedge::arch::best>([&](auto tag) {
+    ASSERT_TRUE(
+        attention::prefill_attention<decltype(tag)>(filled.view(), 0, tokens, q, by_tag, {0.125f}, workspace, pool));
+  });
+  EXPECT_EQ(std::memcmp(by_best.data(), by_tag.data(), q.size() * sizeof(float)), 0);
 }
 
 }  // namespace

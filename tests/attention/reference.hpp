@@ -7,25 +7,40 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "hedge/attention/params.hpp"
+#include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/kv/cache.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace hedge::test {
 
+/// Calls f(tag) for every arch tag this build compiles (arch::compiled) that this CPU runs,
+/// so a test covers each kernel variant of the build, whatever its -march.
+template <class F>
+void for_each_supported_arch(F&& f) {
+  [&]<class... Tags>(arch::tag_list<Tags...>) { ((Tags::supported() ? f(Tags{}) : void()), ...); }(arch::compiled{});
+}
+
+/// The tag `arch::best` runs on this CPU, as a name (what the dispatch tests compare).
+inline std::string_view best_arch_name() {
+  return arch::visit<arch::best>([](auto tag) { return decltype(tag)::name; });
+}
+
 /// Every built-in KV element format, for typed tests.
-using kv_elements = ::testing::Types<kv_f32, kv_f16, kv_bf16, kv_q8_0, kv_q4_0>;
+using kv_elements = ::testing::Types<kv::kv_f32, kv::kv_f16, kv::kv_bf16, kv::kv_q8_0, kv::kv_q4_0>;
 
 /// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double over key positions
 /// [key_begin, key_end) (K/V decoded with the element's own decode, so only the
 /// attention math is checked); query_pos is the query's position (ALiBi).
 template <class Elem>
-std::vector<double> reference_attention(const kv_sequence_view<Elem>& kv, std::size_t layer,
-                                        std::span<const float> q, const attention_params& p,
+std::vector<double> reference_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
+                                        std::span<const float> q, const attention::attention_params& p,
                                         std::uint64_t key_begin, std::uint64_t key_end,
                                         std::uint64_t query_pos) {
   const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
@@ -83,8 +98,8 @@ inline std::vector<float> q8_0_rounded(std::span<const float> q, std::size_t dim
 /// and ALiBi do not widen logit differences), every softmax weight moves by a
 /// factor within e^(+-2E), so each output moves by at most (e^(2E) - 1) max |v|.
 template <class Elem>
-double query_rounding_bound(const kv_sequence_view<Elem>& kv, std::size_t layer, std::span<const float> q,
-                            std::span<const float> rounded, const attention_params& p,
+double query_rounding_bound(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, std::span<const float> q,
+                            std::span<const float> rounded, const attention::attention_params& p,
                             std::span<const double> want) {
   const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
   std::vector<float> key(dim), value(dim);
@@ -127,7 +142,7 @@ inline std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float 
 
 /// Appends `tokens` positions of random K/V (every layer) to `seq`.
 template <class Cache>
-void append_random(Cache& cache, kv_seq seq, std::size_t tokens, std::mt19937& rng) {
+void append_random(Cache& cache, kv::kv_seq seq, std::size_t tokens, std::mt19937& rng) {
   const auto& s = cache.shape();
   const std::size_t n = s.kv_heads() * s.head_dim();
   for (std::size_t t = 0; t < tokens; ++t) {
@@ -143,14 +158,14 @@ void append_random(Cache& cache, kv_seq seq, std::size_t tokens, std::mt19937& r
 /// A heap cache holding one sequence of `tokens` random positions (the common test set-up).
 template <class Elem>
 struct filled_sequence {
-  kv_cache<kv_dynamic_shape, Elem> cache;
-  kv_seq seq;
-  kv_sequence_view<Elem> view() const { return *cache.view(seq); }
+  kv::kv_cache<kv::kv_dynamic_shape, Elem> cache;
+  kv::kv_seq seq;
+  kv::kv_sequence_view<Elem> view() const { return *cache.view(seq); }
 };
 template <class Elem>
-filled_sequence<Elem> make_filled_sequence(kv_dynamic_shape shape, kv_config config, std::size_t tokens,
+filled_sequence<Elem> make_filled_sequence(kv::kv_dynamic_shape shape, kv::kv_config config, std::size_t tokens,
                                            std::mt19937& rng) {
-  auto cache = kv_cache<kv_dynamic_shape, Elem>::make(shape, config);
+  auto cache = kv::kv_cache<kv::kv_dynamic_shape, Elem>::make(shape, config);
   EXPECT_TRUE(cache) << cache.error().c_str();
   filled_sequence<Elem> filled{std::move(*cache), {}};
   filled.seq = *filled.cache.create();

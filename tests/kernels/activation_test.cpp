@@ -13,7 +13,7 @@ using namespace hedge;
 
 template <class A>
 class Activation : public test::arch_test<A> {};
-TYPED_TEST_SUITE(Activation, test::all_arch_tags, test::arch_tag_name);
+TYPED_TEST_SUITE(Activation, test::ops_arch_tags, test::arch_tag_name);
 
 double silu_f64(double x) { return x / (1.0 + std::exp(-x)); }
 double gelu_tanh_f64(double x) {

@@ -11,7 +11,7 @@ using namespace hedge;
 
 template <class A>
 class Elementwise : public test::arch_test<A> {};
-TYPED_TEST_SUITE(Elementwise, test::all_arch_tags, test::arch_tag_name);
+TYPED_TEST_SUITE(Elementwise, test::ops_arch_tags, test::arch_tag_name);
 
 // One IEEE operation per element: every path equals the float result exactly.
 TYPED_TEST(Elementwise, AddMulScaleAreExact) {

@@ -14,7 +14,7 @@ using namespace hedge;
 
 template <class A>
 class RmsNorm : public test::arch_test<A> {};
-TYPED_TEST_SUITE(RmsNorm, test::all_arch_tags, test::arch_tag_name);
+TYPED_TEST_SUITE(RmsNorm, test::ops_arch_tags, test::arch_tag_name);
 
 /// float64 RMSNorm of float inputs.
 std::vector<double> rmsnorm_f64(const float* x, const float* w, std::size_t n, double eps) {
@@ -72,14 +72,16 @@ TYPED_TEST(RmsNorm, AllocatesNothing) {
   EXPECT_EQ(scope.count(), 0u);
 }
 
-// A tag the build does not target runs its nearest targeted ancestor.
-static_assert(std::is_same_v<kernels::detail::float_lanes<arch::scalar>, arch::scalar>);
-#if HEDGE_HAS_XSIMD && defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512BW__)
-static_assert(std::is_same_v<kernels::detail::float_lanes<arch::avx512vnni>, arch::avx2>);
-static_assert(std::is_same_v<kernels::detail::float_lanes<arch::avxvnni>, arch::avxvnni>);
-#endif
-#if defined(__x86_64__)
-static_assert(std::is_same_v<kernels::detail::float_lanes<arch::neon_dotprod>, arch::scalar>);
-#endif
+// arch::best runs the variant the CPU's features select; avx512vnni runs the
+// avx512bw overload, avxvnni the avx2 one.
+TEST(RmsNormDispatch, BestAndDerivedTagsMatchTheirVariant) {
+  auto x = test::random_floats(1001, 1.0f, 5);
+  auto w = test::random_floats(1001, 1.0f, 6);
+  test::expect_dispatch_matches_variants([&]<class A>(A) {
+    test::unaligned_floats out(1001);
+    kernels::rmsnorm<A>(x.cview(), w.cview(), 1e-5f, out.view());
+    return std::vector<float>(out.data(), out.data() + 1001);
+  });
+}
 
 }  // namespace

@@ -1,25 +1,34 @@
 // tests/kernels/ops_test_support.hpp: shared pieces of the elementwise kernel
 // tests (norm, softmax, activation, elementwise, rope): the arch tags every
-// test runs over, test sizes with SIMD tails, and unaligned random inputs.
+// test runs over, test sizes with every SIMD tail, and unaligned random inputs.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/view.hpp"
 
 namespace hedge::test {
 
-/// Every arch tag: a typed test skips the tags this CPU cannot run; a tag
-/// this build does not target runs its nearest targeted ancestor's code.
-using all_arch_tags = ::testing::Types<arch::scalar, arch::avx2, arch::avxvnni, arch::avx512bw, arch::avx512vnni,
-                                       arch::neon, arch::neon_dotprod>;
+/// The typed tests' tags: every variant this build compiles (arch::compiled) and
+/// arch::best. A typed test skips the tags this CPU cannot run.
+template <class List>
+struct ops_arch_types;
+template <class... Tags>
+struct ops_arch_types<arch::tag_list<Tags...>> {
+  using type = ::testing::Types<Tags..., arch::best>;
+};
+using ops_arch_tags = ops_arch_types<arch::compiled>::type;
 
 /// Base of the typed test fixtures: skips the tags this CPU cannot run.
 template <class A>
@@ -38,9 +47,62 @@ struct arch_tag_name {
   }
 };
 
-/// Sizes around every SIMD width (4, 8, 16 floats) and the 4x unrolled loops,
-/// plus model sizes (4096, 11008) and odd ones.
-inline constexpr std::size_t ops_test_sizes[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1001, 4096, 4099, 11008};
+/// f(tag) for the first tag of arch::compiled this CPU supports: the variant
+/// arch::best must run, found without core/dispatch.hpp.
+template <class F>
+void with_first_supported_tag(F f) {
+  [&]<class... Tags>(arch::tag_list<Tags...>) {
+    bool done = false;
+    ((!done && Tags::supported() ? (f(Tags{}), done = true) : false), ...);
+  }(arch::compiled{});
+}
+
+/// f(derived, parent) for each tag that has no overloads of its own and the tag
+/// whose overloads it runs (core/arch.hpp), where this CPU runs the derived tag.
+template <class F>
+void for_each_derived_tag(F f) {
+  auto check = [&]<class Derived, class Parent>(Derived, Parent) {
+    if (Derived::supported()) f(Derived{}, Parent{});
+  };
+  check(arch::avxvnni{}, arch::avx2{});
+  check(arch::avx512vnni{}, arch::avx512bw{});
+  check(arch::neon_dotprod{}, arch::neon{});
+}
+
+/// The widest vector of any variant, in floats (AVX-512).
+inline constexpr std::size_t widest_lanes = 16;
+
+/// Every size 1..2 * widest_lanes + 1, so each variant meets every tail length
+/// after zero, one and two full vectors (and the 4x unrolled loops of the
+/// narrower ones), plus model sizes (4096, 11008) and odd ones.
+inline constexpr auto ops_test_sizes = [] {
+  constexpr std::size_t large[] = {63, 64, 65, 100, 1001, 4096, 4099, 11008};
+  std::array<std::size_t, 2 * widest_lanes + 1 + std::size(large)> sizes{};
+  for (std::size_t i = 0; i < 2 * widest_lanes + 1; ++i) sizes[i] = i + 1;
+  for (std::size_t i = 0; i < std::size(large); ++i) sizes[2 * widest_lanes + 1 + i] = large[i];
+  return sizes;
+}();
+static_assert(arch::avx512bw::vector_bytes / sizeof(float) == widest_lanes);
+
+/// Whether two float vectors hold the same bits (NaNs included).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// Checks the dispatch of an entry point, given run(tag): the kernel's output for
+/// fixed inputs with `tag` as its arch. arch::best must give the bits of the first
+/// compiled tag this CPU supports, and a derived tag those of its parent.
+template <class Run>
+void expect_dispatch_matches_variants(Run run) {
+  const std::vector<float> best = run(arch::best{});
+  with_first_supported_tag([&]<class A>(A) {
+    EXPECT_EQ(arch::best_name(), A::name);
+    EXPECT_TRUE(same_bits(best, run(A{}))) << "arch::best differs from " << A::name;
+  });
+  for_each_derived_tag([&]<class Derived, class Parent>(Derived, Parent) {
+    EXPECT_TRUE(same_bits(run(Derived{}), run(Parent{}))) << Derived::name << " differs from " << Parent::name;
+  });
+}
 
 /// A float vector whose data() is 4 bytes past a 64-byte boundary, so SIMD
 /// loads and stores are never aligned.

@@ -15,7 +15,7 @@ using kernels::rope_layout;
 
 template <class A>
 class Rope : public test::arch_test<A> {};
-TYPED_TEST_SUITE(Rope, test::all_arch_tags, test::arch_tag_name);
+TYPED_TEST_SUITE(Rope, test::ops_arch_tags, test::arch_tag_name);
 
 /// float64 RoPE of one head, straight from the definition (see rope.hpp).
 std::vector<double> rope_f64(rope_layout layout, const float* x, std::size_t d, std::size_t position, double base) {

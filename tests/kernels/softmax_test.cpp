@@ -15,7 +15,7 @@ using namespace hedge;
 
 template <class A>
 class Softmax : public test::arch_test<A> {};
-TYPED_TEST_SUITE(Softmax, test::all_arch_tags, test::arch_tag_name);
+TYPED_TEST_SUITE(Softmax, test::ops_arch_tags, test::arch_tag_name);
 
 std::vector<double> softmax_f64(const float* x, std::size_t n) {
   double max_value = x[0];

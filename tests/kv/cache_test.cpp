@@ -15,8 +15,8 @@
 namespace {
 
 using hedge::errc;
-using hedge::kv_config;
-using hedge::kv_dynamic_shape;
+using hedge::kv::kv_config;
+using hedge::kv::kv_dynamic_shape;
 
 // Deterministic K/V values for (layer, position, head, dim).
 float key_value(std::size_t layer, std::uint64_t pos, std::size_t i) {
@@ -24,7 +24,7 @@ float key_value(std::size_t layer, std::uint64_t pos, std::size_t i) {
 }
 
 template <class Cache>
-hedge::result<void> fill(Cache& c, hedge::kv_seq s, std::uint64_t from, std::uint64_t to) {
+hedge::result<void> fill(Cache& c, hedge::kv::kv_seq s, std::uint64_t from, std::uint64_t to) {
   const auto& shape = c.shape();
   std::vector<float> k(shape.kv_heads() * shape.head_dim()), v(k.size());
   for (std::uint64_t pos = from; pos < to; ++pos) {
@@ -41,7 +41,7 @@ hedge::result<void> fill(Cache& c, hedge::kv_seq s, std::uint64_t from, std::uin
 
 // Reads back one stored key of (layer, head) at pos, decoded to floats.
 template <class Elem>
-std::vector<float> read_key(const hedge::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t head,
+std::vector<float> read_key(const hedge::kv::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t head,
                             std::uint64_t pos) {
   auto run = view.contiguous(layer, head, pos, pos + 1);
   std::vector<float> out(view.head_dim());
@@ -50,17 +50,17 @@ std::vector<float> read_key(const hedge::kv_sequence_view<Elem>& view, std::size
 }
 
 TEST(KvCapacity, BytesPerTokenIsConstexprForStaticShapes) {
-  using shape = hedge::kv_static_shape<32, 8, 128>;
-  static_assert(hedge::kv_bytes_per_token<hedge::kv_f16>(shape{}) == 2 * 32 * 8 * 128 * 2);
-  static_assert(hedge::kv_bytes_per_token<hedge::kv_f32>(shape{}) == 2 * 32 * 8 * 128 * 4);
-  static_assert(hedge::kv_bytes_per_token<hedge::kv_q8_0>(shape{}) == 2 * 32 * 8 * 4 * 34);
-  static_assert(hedge::kv_bytes_per_token<hedge::kv_q4_0>(shape{}) == 2 * 32 * 8 * 4 * 18);
+  using shape = hedge::kv::kv_static_shape<32, 8, 128>;
+  static_assert(hedge::kv::kv_bytes_per_token<hedge::kv::kv_f16>(shape{}) == 2 * 32 * 8 * 128 * 2);
+  static_assert(hedge::kv::kv_bytes_per_token<hedge::kv::kv_f32>(shape{}) == 2 * 32 * 8 * 128 * 4);
+  static_assert(hedge::kv::kv_bytes_per_token<hedge::kv::kv_q8_0>(shape{}) == 2 * 32 * 8 * 4 * 34);
+  static_assert(hedge::kv::kv_bytes_per_token<hedge::kv::kv_q4_0>(shape{}) == 2 * 32 * 8 * 4 * 18);
   // head_dim 80 pads q8_0 to 3 blocks per vector.
-  static_assert(hedge::kv_bytes_per_token<hedge::kv_q8_0>(hedge::kv_static_shape<1, 1, 80>{}) == 2 * 3 * 34);
+  static_assert(hedge::kv::kv_bytes_per_token<hedge::kv::kv_q8_0>(hedge::kv::kv_static_shape<1, 1, 80>{}) == 2 * 3 * 34);
   constexpr kv_config config{2, 64, 16, 0, 0};
-  constexpr std::size_t bytes = hedge::kv_storage_bytes<hedge::kv_f16>(shape{}, config);
+  constexpr std::size_t bytes = hedge::kv::kv_storage_bytes<hedge::kv::kv_f16>(shape{}, config);
   static_assert(bytes >= 2 * 64 * 2 * 32 * 8 * 128 * 2);
-  hedge::kv_cache<shape, hedge::kv_f16> cache;
+  hedge::kv::kv_cache<shape, hedge::kv::kv_f16> cache;
   ASSERT_TRUE(cache.init(shape{}, config));
   EXPECT_EQ(cache.bytes_per_token(), 2u * 32 * 8 * 128 * 2);
   EXPECT_EQ(cache.total_pages(), 8u);
@@ -70,7 +70,7 @@ TEST(KvCapacity, BytesPerTokenIsConstexprForStaticShapes) {
 
 template <class Elem>
 class KvElementRoundTrip : public ::testing::Test {};
-using elements = ::testing::Types<hedge::kv_f32, hedge::kv_f16, hedge::kv_bf16, hedge::kv_q8_0, hedge::kv_q4_0>;
+using elements = ::testing::Types<hedge::kv::kv_f32, hedge::kv::kv_f16, hedge::kv::kv_bf16, hedge::kv::kv_q8_0, hedge::kv::kv_q4_0>;
 TYPED_TEST_SUITE(KvElementRoundTrip, elements);
 
 // What is read back is what the element's encode/decode pair gives, at the right
@@ -79,7 +79,7 @@ TYPED_TEST(KvElementRoundTrip, WriteThenReadEveryLayerHeadPosition) {
   using Elem = TypeParam;
   for (std::size_t page_tokens : {std::size_t{0}, std::size_t{3}, std::size_t{16}}) {
     for (std::size_t dim : {std::size_t{64}, std::size_t{80}}) {
-      auto cache = hedge::kv_cache<kv_dynamic_shape, Elem>::make({3, 2, dim}, kv_config{2, 40, page_tokens, 0, 0});
+      auto cache = hedge::kv::kv_cache<kv_dynamic_shape, Elem>::make({3, 2, dim}, kv_config{2, 40, page_tokens, 0, 0});
       ASSERT_TRUE(cache) << cache.error().c_str();
       auto s = *cache->create();
       ASSERT_TRUE(cache->extend(s, 37));
@@ -96,7 +96,7 @@ TYPED_TEST(KvElementRoundTrip, WriteThenReadEveryLayerHeadPosition) {
             const auto got = read_key(view, layer, head, pos);
             for (std::size_t i = 0; i < dim; ++i) ASSERT_EQ(got[i], encoded_back[i]) << layer << head << pos << i;
             // and the format's own error bound holds (q4_0: one step of max/8 at most)
-            const double bound = std::is_same_v<Elem, hedge::kv_q4_0> ? 0.13 : 1e-2;
+            const double bound = std::is_same_v<Elem, hedge::kv::kv_q4_0> ? 0.13 : 1e-2;
             for (std::size_t i = 0; i < dim; ++i) ASSERT_NEAR(got[i], expected[i], bound);
           }
     }
@@ -104,7 +104,7 @@ TYPED_TEST(KvElementRoundTrip, WriteThenReadEveryLayerHeadPosition) {
 }
 
 TEST(KvErrors, FullSequenceIsAnErrorNamingSequenceAndCapacity) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f16>::make({1, 1, 8}, kv_config{2, 10, 4, 0, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f16>::make({1, 1, 8}, kv_config{2, 10, 4, 0, 0});
   ASSERT_TRUE(cache);
   auto a = *cache->create();
   auto b = *cache->create();
@@ -123,7 +123,7 @@ TEST(KvErrors, FullSequenceIsAnErrorNamingSequenceAndCapacity) {
 
 TEST(KvErrors, ExhaustedPoolUnknownSequenceBadPositionLayerShape) {
   // 3 pages of 4 tokens shared by 2 sequences of up to 12.
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({2, 1, 8}, kv_config{2, 12, 4, 3, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32>::make({2, 1, 8}, kv_config{2, 12, 4, 3, 0});
   ASSERT_TRUE(cache);
   auto a = *cache->create();
   auto b = *cache->create();
@@ -139,17 +139,17 @@ TEST(KvErrors, ExhaustedPoolUnknownSequenceBadPositionLayerShape) {
   EXPECT_EQ(cache->write(a, 0, 8, kv, kv).error().code(), errc::out_of_range);
   EXPECT_EQ(cache->write(a, 2, 0, kv, kv).error().code(), errc::out_of_range);
   EXPECT_EQ(cache->write(a, 0, 0, wrong, kv).error().code(), errc::shape_mismatch);
-  EXPECT_EQ(cache->extend(hedge::kv_seq{7}, 1).error().code(), errc::invalid_argument);
+  EXPECT_EQ(cache->extend(hedge::kv::kv_seq{7}, 1).error().code(), errc::invalid_argument);
   ASSERT_TRUE(cache->release(b));
   EXPECT_EQ(cache->extend(b, 1).error().code(), errc::invalid_argument);
   EXPECT_EQ(cache->truncate(a, 9).error().code(), errc::out_of_range);
 
-  hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32> empty;
+  hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32> empty;
   EXPECT_FALSE(empty.create());
 }
 
 TEST(KvErrors, QuantizedElementRejectsNonFiniteValues) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_q8_0>::make({1, 1, 32}, kv_config{1, 4, 0, 0, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_q8_0>::make({1, 1, 32}, kv_config{1, 4, 0, 0, 0});
   ASSERT_TRUE(cache);
   auto s = *cache->create();
   ASSERT_TRUE(cache->extend(s, 1));
@@ -159,7 +159,7 @@ TEST(KvErrors, QuantizedElementRejectsNonFiniteValues) {
 }
 
 TEST(KvSequences, TruncateReturnsPagesAndAllowsRewrite) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({1, 1, 8}, kv_config{1, 32, 4, 0, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32>::make({1, 1, 8}, kv_config{1, 32, 4, 0, 0});
   ASSERT_TRUE(cache);
   auto s = *cache->create();
   ASSERT_TRUE(cache->extend(s, 13));
@@ -173,7 +173,7 @@ TEST(KvSequences, TruncateReturnsPagesAndAllowsRewrite) {
 }
 
 TEST(KvSequences, ForkSharesPagesAndCopiesOnWrite) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({2, 1, 8}, kv_config{3, 32, 4, 0, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32>::make({2, 1, 8}, kv_config{3, 32, 4, 0, 0});
   ASSERT_TRUE(cache);
   auto parent = *cache->create();
   ASSERT_TRUE(cache->extend(parent, 10));
@@ -204,7 +204,7 @@ TEST(KvSequences, ForkSharesPagesAndCopiesOnWrite) {
 
 TEST(KvSequences, SlidingWindowRingKeepsTheLastWindow) {
   // window 6 in a ring of 8 tokens (2 pages of 4): 2 tokens of rollback slack.
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_f32>::make({1, 1, 8}, kv_config{1, 8, 4, 0, 6});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32>::make({1, 1, 8}, kv_config{1, 8, 4, 0, 6});
   ASSERT_TRUE(cache);
   auto s = *cache->create();
   for (int t = 0; t < 23; ++t) {
@@ -229,18 +229,18 @@ TEST(KvSequences, SlidingWindowRingKeepsTheLastWindow) {
 }
 
 TEST(KvStorage, StaticBufferAndHeapPoliciesBehaveAlike) {
-  using shape = hedge::kv_static_shape<2, 2, 32>;
+  using shape = hedge::kv::kv_static_shape<2, 2, 32>;
   constexpr kv_config config{2, 24, 8, 0, 0};
-  constexpr std::size_t bytes = hedge::kv_storage_bytes<hedge::kv_f16>(shape{}, config);
-  static hedge::kv_cache<shape, hedge::kv_f16, hedge::static_storage<std::byte, bytes>> in_object;
+  constexpr std::size_t bytes = hedge::kv::kv_storage_bytes<hedge::kv::kv_f16>(shape{}, config);
+  static hedge::kv::kv_cache<shape, hedge::kv::kv_f16, hedge::static_storage<std::byte, bytes>> in_object;
   ASSERT_TRUE(in_object.init(shape{}, config));
 
   alignas(64) static std::byte memory[bytes];
   auto buffer = hedge::buffer_storage<std::byte>::make(memory);
   ASSERT_TRUE(buffer);
-  auto lent = hedge::kv_cache<shape, hedge::kv_f16, hedge::buffer_storage<std::byte>>::make(shape{}, config, *buffer);
+  auto lent = hedge::kv::kv_cache<shape, hedge::kv::kv_f16, hedge::buffer_storage<std::byte>>::make(shape{}, config, *buffer);
   ASSERT_TRUE(lent) << lent.error().c_str();
-  auto heap = hedge::kv_cache<shape, hedge::kv_f16>::make(shape{}, config);
+  auto heap = hedge::kv::kv_cache<shape, hedge::kv::kv_f16>::make(shape{}, config);
   ASSERT_TRUE(heap);
 
   auto s1 = *in_object.create();
@@ -256,13 +256,13 @@ TEST(KvStorage, StaticBufferAndHeapPoliciesBehaveAlike) {
   // A too-small or misaligned caller buffer is an error, not a crash.
   auto small = hedge::buffer_storage<std::byte>::make(std::span(memory, 64));
   ASSERT_TRUE(small);
-  auto too_small = hedge::kv_cache<shape, hedge::kv_f16, hedge::buffer_storage<std::byte>>::make(shape{}, config, *small);
+  auto too_small = hedge::kv::kv_cache<shape, hedge::kv::kv_f16, hedge::buffer_storage<std::byte>>::make(shape{}, config, *small);
   ASSERT_FALSE(too_small);
   EXPECT_EQ(too_small.error().code(), errc::capacity_exceeded);
 }
 
 TEST(KvStorage, SequenceOperationsDoNotAllocateAfterInit) {
-  auto cache = hedge::kv_cache<kv_dynamic_shape, hedge::kv_q8_0>::make({2, 2, 64}, kv_config{4, 64, 16, 0, 0});
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_q8_0>::make({2, 2, 64}, kv_config{4, 64, 16, 0, 0});
   ASSERT_TRUE(cache);
   std::vector<float> kv(128, 0.5f);
   hedge::test::alloc_scope scope;
@@ -303,10 +303,10 @@ struct arena_storage {
 };
 
 TEST(KvConcepts, UserElementAndStorageModelTheConcepts) {
-  static_assert(hedge::KvElement<fixed_point_element>);
-  static_assert(hedge::KvStorage<arena_storage>);
-  static_assert(!hedge::KvStorage<hedge::heap_storage<float>>);
-  static hedge::kv_cache<hedge::kv_static_shape<1, 1, 16>, fixed_point_element, arena_storage> cache;
+  static_assert(hedge::kv::KvElement<fixed_point_element>);
+  static_assert(hedge::kv::KvStorage<arena_storage>);
+  static_assert(!hedge::kv::KvStorage<hedge::heap_storage<float>>);
+  static hedge::kv::kv_cache<hedge::kv::kv_static_shape<1, 1, 16>, fixed_point_element, arena_storage> cache;
   ASSERT_TRUE(cache.init({}, kv_config{1, 16, 4, 0, 0}));
   auto s = *cache.create();
   ASSERT_TRUE(cache.extend(s, 3));

@@ -16,14 +16,14 @@
 // Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (x86) and
 // decode_neon.hpp (AArch64 neon and neon_dotprod; K/V read in their stored format
 // and dequantized in registers). A tag without an overload (avx512bw) uses its parent's.
+// The arch defaults to `arch::best`, resolved once per call (core/dispatch.hpp) above
+// the parallel loop, so a baseline x86-64 build runs the AVX2 kernel on an AVX2 CPU.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <span>
-#include <type_traits>
 
 #include "hedge/attention/decode_avx2.hpp"
 #include "hedge/attention/decode_neon.hpp"
@@ -31,26 +31,28 @@
 #include "hedge/attention/online_softmax.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/core/view.hpp"
 #include "hedge/kv/cache.hpp"
 
-namespace hedge {
+namespace hedge::attention {
 
 /// Decode attention for one sequence at `layer`: `out` = softmax(transform(q.K)) V
 /// per query head, over the positions `kv` shows (all cached ones, or the sliding window).
-/// \tparam Arch the kernel variant (arch::native by default; arch::scalar is the reference)
+/// \tparam A    the kernel variant (arch::best by default; arch::scalar is the reference)
 /// \tparam Elem the KV element format
-/// \tparam Exec the executor running (kv head, split) items
+/// \tparam E    the executor running (kv head, split) items
 /// \param q         q_heads x head_dim floats (RoPE applied), q_heads a multiple of kv_heads
 /// \param out       q_heads x head_dim floats
 /// \param workspace decode_workspace_floats(q_heads, head_dim, splits) floats
-/// \param splits    positions splits per KV head; 0 = decode_splits(kv_heads, length, exec.concurrency())
-template <class Arch = arch::native, KvElement Elem, class Exec = exec::serial>
-  requires Executor<std::remove_cvref_t<Exec>>
-result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t layer, std::span<const float> q,
-                              std::span<float> out, const attention_params& params, std::span<float> workspace,
-                              Exec&& exec = Exec{}, std::size_t splits = 0) noexcept {
+/// \param splits    positions splits per KV head; 0 = decode_splits(kv_heads, length, executor.concurrency())
+template <arch::Arch A = arch::best, kv::KvElement Elem, Executor E = exec::serial>
+result<void> decode_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, vector_view<const float> q,
+                              vector_view<float> out, const attention_params& params, vector_view<float> workspace,
+                              E& executor, std::size_t splits = 0) noexcept {
+  if (!A::supported()) return error{errc::unsupported} << "decode attention: this CPU cannot run arch " << A::name;
   const std::size_t dim = kv.head_dim(), kv_heads = kv.kv_heads();
   if (layer >= kv.layers()) return error{errc::out_of_range} << "decode attention: layer " << layer << " >= " << kv.layers();
   if (dim > attention_max_head_dim)
@@ -65,7 +67,7 @@ result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t laye
     return error{errc::shape_mismatch} << "decode attention: " << params.alibi_slopes.size()
                                        << " ALiBi slopes for " << q_heads << " query heads";
   const std::uint64_t begin = kv.begin(), tokens = kv.end() - kv.begin();
-  if (splits == 0) splits = decode_splits(kv_heads, tokens, exec.concurrency());
+  if (splits == 0) splits = decode_splits(kv_heads, tokens, executor.concurrency());
   if (workspace.size() < decode_workspace_floats(q_heads, dim, splits))
     return error{errc::capacity_exceeded} << "decode attention: workspace of " << workspace.size()
                                           << " floats, needs " << decode_workspace_floats(q_heads, dim, splits);
@@ -77,15 +79,17 @@ result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t laye
   // output does not depend on which thread ran what.
   const std::size_t items = kv_heads * splits;
   std::atomic<std::size_t> next{0};
-  const std::size_t parts = std::min<std::size_t>(items, exec.concurrency());
-  exec.parallel_for(parts, [&](std::size_t, std::size_t) {
-    for (std::size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
-      const std::size_t head = item / splits, split = item % splits;
-      const range r = split_range(static_cast<std::size_t>(tokens), splits, split);
-      decode_task task{q.data() + head * group * dim, group, head * group, head, begin + r.begin, begin + r.end,
-                       kv.end() - 1, workspace.data() + item * group * stride};
-      decode_partial(Arch{}, kv, layer, params, task);
-    }
+  const std::size_t parts = std::min<std::size_t>(items, executor.concurrency());
+  arch::visit<A>([&](auto tag) {
+    executor.parallel_for(parts, [&](std::size_t, std::size_t) {
+      for (std::size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+        const std::size_t head = item / splits, split = item % splits;
+        const range r = split_range(static_cast<std::size_t>(tokens), splits, split);
+        const detail::decode_task task{q.data() + head * group * dim, group, head * group, head, begin + r.begin,
+                                       begin + r.end, kv.end() - 1, workspace.data() + item * group * stride};
+        detail::decode_partial(tag, kv, layer, params, task);
+      }
+    });
   });
   for (std::size_t head = 0; head < kv_heads; ++head) {
     for (std::size_t n = 0; n < group; ++n) {
@@ -93,12 +97,21 @@ result<void> decode_attention(const kv_sequence_view<Elem>& kv, std::size_t laye
       softmax_state merged{first[padded], first[padded + 1]};
       for (std::size_t split = 1; split < splits; ++split) {
         const float* other = workspace.data() + ((head * splits + split) * group + n) * stride;
-        merged.merge(std::span(first, dim), softmax_state{other[padded], other[padded + 1]}, std::span(other, dim));
+        merged.merge({first, dim}, softmax_state{other[padded], other[padded + 1]}, {other, dim});
       }
-      merged.finish(std::span<const float>(first, dim), out.subspan((head * group + n) * dim, dim));
+      merged.finish({first, dim}, out.subview((head * group + n) * dim, dim));
     }
   }
   return ok();
 }
 
-}  // namespace hedge
+/// Decode attention on the calling thread (see above).
+template <arch::Arch A = arch::best, kv::KvElement Elem>
+result<void> decode_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, vector_view<const float> q,
+                              vector_view<float> out, const attention_params& params, vector_view<float> workspace,
+                              std::size_t splits = 0) noexcept {
+  exec::serial serial;
+  return decode_attention<A>(kv, layer, q, out, params, workspace, serial, splits);
+}
+
+}  // namespace hedge::attention

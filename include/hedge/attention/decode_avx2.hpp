@@ -46,7 +46,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <span>
 
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/decode_tile.hpp"
@@ -329,8 +328,11 @@ HEDGE_TARGET_AVX2 inline void accumulate_values(float (*acc)[attention_max_head_
                                                 const float* weights, std::size_t c) noexcept {
   using R = reader<Elem>;
   // For block formats, address the block holding value c once, then offsets inside it.
-  const std::size_t block = R::scale_block != 0 ? c / R::scale_block : 0;
-  const std::size_t offset = R::scale_block != 0 ? c % R::scale_block : c;
+  std::size_t block = 0, offset = c;
+  if constexpr (R::scale_block != 0) {
+    block = c / R::scale_block;
+    offset = c % R::scale_block;
+  }
   __m256 a[N][Lanes];
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm256_load_ps(acc[n] + c + 8 * l);
@@ -370,7 +372,7 @@ HEDGE_TARGET_AVX2 void group_partial(const kv::kv_sequence_view<Elem>& kv, std::
   using R = reader<Elem>;
   constexpr std::size_t tile = detail::decode_tile<Elem>::tile;
   constexpr bool blocks = R::scale_block != 0;
-  constexpr std::size_t max_blocks = blocks ? attention_max_head_dim / R::scale_block : 1;
+  constexpr std::size_t max_blocks = attention_max_head_dim / (blocks ? R::scale_block : attention_max_head_dim);
   constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
   const std::size_t dim = kv.head_dim(), units = kv.vector_units();
   const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector

@@ -46,7 +46,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <span>
 #include <utility>
 
 #include "hedge/attention/decode_scalar.hpp"
@@ -284,9 +283,9 @@ void load_queries(const float* queries, std::size_t dim, std::size_t width, grou
   for (int n = 0; n < N; ++n) {
     detail::prepare_decode_query(queries + n * dim, dim, width, q.f[n], reader<Elem>::scale_block != 0,
                                  [&](std::size_t b, const quant::q8_0::block& block) {
-                           std::copy_n(block.qs, 32, q.q[n] + 32 * b);
-                           q.d[n][b] = scale_to_float(block.d);
-                         });
+                                   std::copy_n(block.qs, 32, q.q[n] + 32 * b);
+                                   q.d[n][b] = scale_to_float(block.d);
+                                 });
   }
 }
 

@@ -12,37 +12,38 @@
 // score matrix never exceeds rows x 64. The scalar kernel (the reference) runs the
 // decode reference per query row; the AVX2 kernel (prefill_avx2.hpp) dequantizes
 // each key/value tile once and runs S = Q K^T and O += P V as register-tiled
-// 4 x 16 float GEMM microkernels.
+// 4 x 16 float GEMM microkernels. The arch defaults to `arch::best`, resolved once
+// per call (core/dispatch.hpp) above the parallel loop.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <span>
-#include <type_traits>
 
 #include "hedge/attention/params.hpp"
 #include "hedge/attention/prefill_avx2.hpp"
 #include "hedge/attention/prefill_scalar.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/core/view.hpp"
 #include "hedge/kv/cache.hpp"
 
-namespace hedge {
+namespace hedge::attention {
 
 /// Causal attention of the last `tokens` positions of `kv` at `layer` (see file comment).
-/// \tparam Arch the kernel variant (arch::native by default; arch::scalar is the reference)
+/// \tparam A    the kernel variant (arch::best by default; arch::scalar is the reference)
 /// \tparam Elem the KV element format
-/// \tparam Exec the executor running (kv head, query tile) items
+/// \tparam E    the executor running (kv head, query tile) items
 /// \param q         tokens x q_heads x head_dim floats (RoPE applied); q_heads a multiple of kv_heads
 /// \param out       same shape as q
-/// \param workspace prefill_workspace_floats(q_heads, kv_heads, head_dim, exec.concurrency()) floats
-template <class Arch = arch::native, KvElement Elem, class Exec = exec::serial>
-  requires Executor<std::remove_cvref_t<Exec>>
-result<void> prefill_attention(const kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t tokens,
-                               std::span<const float> q, std::span<float> out, const attention_params& params,
-                               std::span<float> workspace, Exec&& exec = Exec{}) noexcept {
+/// \param workspace prefill_workspace_floats(q_heads, kv_heads, head_dim, executor.concurrency()) floats
+template <arch::Arch A = arch::best, kv::KvElement Elem, Executor E = exec::serial>
+result<void> prefill_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t tokens,
+                               vector_view<const float> q, vector_view<float> out, const attention_params& params,
+                               vector_view<float> workspace, E& executor) noexcept {
+  if (!A::supported()) return error{errc::unsupported} << "prefill attention: this CPU cannot run arch " << A::name;
   const std::size_t dim = kv.head_dim(), kv_heads = kv.kv_heads();
   if (layer >= kv.layers()) return error{errc::out_of_range} << "prefill attention: layer " << layer << " >= " << kv.layers();
   if (dim > attention_max_head_dim)
@@ -62,7 +63,7 @@ result<void> prefill_attention(const kv_sequence_view<Elem>& kv, std::size_t lay
     return error{errc::out_of_range} << "prefill attention: the first query at " << first_pos
                                      << " needs keys the sliding-window ring overwrote (oldest "
                                      << kv.stored_begin() << ")";
-  const std::size_t parts = std::max<std::size_t>(1, exec.concurrency());
+  const std::size_t parts = std::max<std::size_t>(1, executor.concurrency());
   const std::size_t item_floats = prefill_item_floats(group, dim);
   if (workspace.size() < parts * item_floats)
     return error{errc::capacity_exceeded} << "prefill attention: workspace of " << workspace.size()
@@ -70,19 +71,30 @@ result<void> prefill_attention(const kv_sequence_view<Elem>& kv, std::size_t lay
   const std::size_t query_tile = prefill_query_tile(group);
   const std::size_t tiles = (tokens + query_tile - 1) / query_tile, items = kv_heads * tiles;
   // One part per thread, each with its own scratch; items go to parts in contiguous runs.
-  exec.parallel_for(parts, [&](std::size_t first_part, std::size_t last_part) {
-    for (std::size_t part = first_part; part < last_part; ++part) {
-      const range mine = split_range(items, parts, part);
-      for (std::size_t item = mine.begin; item < mine.end; ++item) {
-        const std::size_t head = item / tiles, tile = item % tiles;
-        const prefill_task task{q.data(), out.data(), q_heads, group, head, tile * query_tile,
-                                std::min(tokens, (tile + 1) * query_tile), first_pos,
-                                workspace.data() + part * item_floats};
-        prefill_tile(Arch{}, kv, layer, params, task);
+  arch::visit<A>([&](auto tag) {
+    executor.parallel_for(parts, [&](std::size_t first_part, std::size_t last_part) {
+      for (std::size_t part = first_part; part < last_part; ++part) {
+        const range mine = split_range(items, parts, part);
+        for (std::size_t item = mine.begin; item < mine.end; ++item) {
+          const std::size_t head = item / tiles, tile = item % tiles;
+          const detail::prefill_task task{q.data(), out.data(), q_heads, group, head, tile * query_tile,
+                                          std::min(tokens, (tile + 1) * query_tile), first_pos,
+                                          workspace.data() + part * item_floats};
+          detail::prefill_tile(tag, kv, layer, params, task);
+        }
       }
-    }
+    });
   });
   return ok();
 }
 
-}  // namespace hedge
+/// Causal prefill attention on the calling thread (see above).
+template <arch::Arch A = arch::best, kv::KvElement Elem>
+result<void> prefill_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer, std::size_t tokens,
+                               vector_view<const float> q, vector_view<float> out, const attention_params& params,
+                               vector_view<float> workspace) noexcept {
+  exec::serial serial;
+  return prefill_attention<A>(kv, layer, tokens, q, out, params, workspace, serial);
+}
+
+}  // namespace hedge::attention

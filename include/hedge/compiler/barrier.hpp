@@ -8,23 +8,42 @@
 //   each) instead of keeping it or reloading it with one load;
 // - a value loaded in one unrolled step: without the barrier GCC merges the load
 //   into each of several uses (a memory operand per instruction) or hoists it.
+//
+// One overload per vector type, carrying the target attribute of the ISA that owns
+// the register, so a baseline build accepts the asm constraint for a 256- or 512-bit
+// value and the barrier inlines into the kernels of that ISA.
 #pragma once
 
 #include "hedge/compiler/attributes.hpp"
+#include "hedge/compiler/intrinsics.hpp"
 
 namespace hedge::compiler {
 
-/// v, unchanged, kept in a vector register and hidden from the optimiser.
-template <class V>
-HEDGE_ALWAYS_INLINE V opaque(V v) noexcept {
 #if HEDGE_SIMD_X86
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256i opaque(__m256i v) noexcept {
   __asm__("" : "+x"(v));
-#elif HEDGE_SIMD_NEON
-  __asm__("" : "+w"(v));
-#elif defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+r"(v));
-#endif
   return v;
 }
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256 opaque(__m256 v) noexcept {
+  __asm__("" : "+x"(v));
+  return v;
+}
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m512i opaque(__m512i v) noexcept {
+  __asm__("" : "+v"(v));
+  return v;
+}
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m512 opaque(__m512 v) noexcept {
+  __asm__("" : "+v"(v));
+  return v;
+}
+#endif
+
+#if HEDGE_SIMD_NEON
+template <class V>
+HEDGE_ALWAYS_INLINE V opaque(V v) noexcept {
+  __asm__("" : "+w"(v));
+  return v;
+}
+#endif
 
 }  // namespace hedge::compiler

@@ -21,17 +21,20 @@
 // so every output is x * cos + partner(x) * sin. Angles are computed in double
 // and rounded once to float (llama2.c uses float powf/cosf, which loses about
 // position * 6e-8 radians); the scalar overloads are the specification and
-// the SIMD ones use FMA (tests allow 2e-6 absolute for unit-scale inputs).
+// the SIMD ones (avx2, avx512bw, neon) use FMA (tests allow 3e-7 (|a| + |b|)
+// per pair (a, b)).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 
+#include "hedge/compiler/attributes.hpp"
+#include "hedge/compiler/intrinsics.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
-#include "hedge/kernels/detail/ops_simd.hpp"
+#include "hedge/kernels/detail/vector_math.hpp"
 
 namespace hedge::kernels {
 
@@ -83,36 +86,107 @@ inline void rope(arch::scalar, rope_layout layout, matrix_view<float> heads, con
   }
 }
 
-#if HEDGE_HAS_XSIMD
-/// [x1 x0 x3 x2 ...]: each adjacent pair swapped, as a 32-bit rotation of
-/// 64-bit lanes (portable across xsimd archs, unlike a lane shuffle).
-template <xsimd_float_arch A>
-HEDGE_ALWAYS_INLINE float_batch<A> swap_pairs(float_batch<A> x) noexcept {
-  using wide = xsimd::batch<std::uint64_t, typename A::xsimd_arch>;
-  const wide w = xsimd::bitwise_cast<wide>(x);
-  return xsimd::bitwise_cast<float_batch<A>>((w << 32) | (w >> 32));
+/// One pair of the scalar overload, for the SIMD overloads' tails.
+inline void rotate_pair(float* x, const float* cos, const float* sin, std::size_t first, std::size_t second) noexcept {
+  const float a = x[first], b = x[second];
+  x[first] = a * cos[first] + b * sin[first];
+  x[second] = b * cos[second] + a * sin[second];
 }
 
-template <xsimd_float_arch A>
-void rope(A, rope_layout layout, matrix_view<float> heads, const float* cos, const float* sin) noexcept {
-  using batch = float_batch<A>;
+#if HEDGE_SIMD_X86
+HEDGE_TARGET_AVX2 inline void rope(arch::avx2, rope_layout layout, matrix_view<float> heads, const float* cos,
+                                   const float* sin) noexcept {
+  const std::size_t head_dim = heads.cols(), half = head_dim / 2;
+  for (std::size_t h = 0; h < heads.rows(); ++h) {
+    float* x = heads.row(h).data();
+    if (layout == rope_layout::adjacent_pairs) {
+      // 8 lanes hold 4 whole pairs; vpermilps swaps each pair's elements.
+      const std::size_t vector_end = head_dim - head_dim % 8;
+      for (std::size_t i = 0; i < vector_end; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 swapped = _mm256_permute_ps(v, 0xB1);
+        _mm256_storeu_ps(x + i, _mm256_fmadd_ps(v, _mm256_loadu_ps(cos + i),
+                                                _mm256_mul_ps(swapped, _mm256_loadu_ps(sin + i))));
+      }
+      for (std::size_t i = vector_end; i < head_dim; i += 2) rotate_pair(x, cos, sin, i, i + 1);
+    } else {
+      const std::size_t vector_end = half - half % 8;
+      for (std::size_t i = 0; i < vector_end; i += 8) {
+        const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + half + i);
+        const __m256 c = _mm256_loadu_ps(cos + i);
+        _mm256_storeu_ps(x + i, _mm256_fmadd_ps(a, c, _mm256_mul_ps(b, _mm256_loadu_ps(sin + i))));
+        _mm256_storeu_ps(x + half + i, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, _mm256_loadu_ps(sin + half + i))));
+      }
+      for (std::size_t i = vector_end; i < half; ++i) rotate_pair(x, cos, sin, i, i + half);
+    }
+  }
+}
+
+/// x * cos + (x with each adjacent pair swapped) * sin.
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m512 rotate_adjacent_pairs(__m512 x, __m512 cos, __m512 sin) noexcept {
+  return _mm512_fmadd_ps(x, cos, _mm512_mul_ps(_mm512_permute_ps(x, 0xB1), sin));
+}
+
+HEDGE_TARGET_AVX512 inline void rope(arch::avx512bw, rope_layout layout, matrix_view<float> heads, const float* cos,
+                                     const float* sin) noexcept {
+  const std::size_t head_dim = heads.cols(), half = head_dim / 2;
+  if (layout == rope_layout::adjacent_pairs) {
+    // 16 lanes hold 8 whole pairs (the tail's count is even too); vpermilps swaps
+    // each pair's elements.
+    const std::size_t vector_end = head_dim - head_dim % 16;
+    const __mmask16 tail = kernels::avx512::first_lanes(head_dim % 16);
+    for (std::size_t h = 0; h < heads.rows(); ++h) {
+      float* x = heads.row(h).data();
+      for (std::size_t i = 0; i < vector_end; i += 16) {
+        _mm512_storeu_ps(x + i, rotate_adjacent_pairs(_mm512_loadu_ps(x + i), _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i)));
+      }
+      if (tail) {
+        const std::size_t i = vector_end;
+        _mm512_mask_storeu_ps(x + i, tail,
+                              rotate_adjacent_pairs(_mm512_maskz_loadu_ps(tail, x + i), _mm512_maskz_loadu_ps(tail, cos + i),
+                                                    _mm512_maskz_loadu_ps(tail, sin + i)));
+      }
+    }
+  } else {
+    const std::size_t vector_end = half - half % 16;
+    const __mmask16 tail = kernels::avx512::first_lanes(half % 16);
+    for (std::size_t h = 0; h < heads.rows(); ++h) {
+      float* x = heads.row(h).data();
+      for (std::size_t i = 0; i < vector_end; i += 16) {
+        const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + half + i);
+        const __m512 c = _mm512_loadu_ps(cos + i);
+        _mm512_storeu_ps(x + i, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_loadu_ps(sin + i))));
+        _mm512_storeu_ps(x + half + i, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_loadu_ps(sin + half + i))));
+      }
+      if (tail) {
+        const std::size_t i = vector_end;
+        const __m512 a = _mm512_maskz_loadu_ps(tail, x + i), b = _mm512_maskz_loadu_ps(tail, x + half + i);
+        const __m512 c = _mm512_maskz_loadu_ps(tail, cos + i);
+        _mm512_mask_storeu_ps(x + i, tail, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(tail, sin + i))));
+        _mm512_mask_storeu_ps(x + half + i, tail,
+                              _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(tail, sin + half + i))));
+      }
+    }
+  }
+}
+#endif
+
+#if HEDGE_SIMD_NEON && HEDGE_HAS_XSIMD
+inline void rope(arch::neon, rope_layout layout, matrix_view<float> heads, const float* cos, const float* sin) noexcept {
+  using batch = kernels::neon::floats;
   constexpr std::size_t lanes = batch::size;
   const std::size_t head_dim = heads.cols(), half = head_dim / 2;
   for (std::size_t h = 0; h < heads.rows(); ++h) {
     float* x = heads.row(h).data();
     if (layout == rope_layout::adjacent_pairs) {
-      // lanes is even, so a vector never splits a pair.
+      // 4 lanes hold 2 whole pairs; vrev64q swaps each pair's elements.
       const std::size_t vector_end = head_dim - head_dim % lanes;
       for (std::size_t i = 0; i < vector_end; i += lanes) {
         const batch v = batch::load_unaligned(x + i);
-        xsimd::fma(v, batch::load_unaligned(cos + i), swap_pairs<A>(v) * batch::load_unaligned(sin + i))
-            .store_unaligned(x + i);
+        const batch swapped(vrev64q_f32(v));
+        xsimd::fma(v, batch::load_unaligned(cos + i), swapped * batch::load_unaligned(sin + i)).store_unaligned(x + i);
       }
-      for (std::size_t i = vector_end; i < head_dim; i += 2) {
-        const float a = x[i], b = x[i + 1];
-        x[i] = a * cos[i] + b * sin[i];
-        x[i + 1] = b * cos[i + 1] + a * sin[i + 1];
-      }
+      for (std::size_t i = vector_end; i < head_dim; i += 2) rotate_pair(x, cos, sin, i, i + 1);
     } else {
       const std::size_t vector_end = half - half % lanes;
       for (std::size_t i = 0; i < vector_end; i += lanes) {
@@ -121,11 +195,7 @@ void rope(A, rope_layout layout, matrix_view<float> heads, const float* cos, con
         xsimd::fma(a, c, b * batch::load_unaligned(sin + i)).store_unaligned(x + i);
         xsimd::fma(b, c, a * batch::load_unaligned(sin + half + i)).store_unaligned(x + half + i);
       }
-      for (std::size_t i = vector_end; i < half; ++i) {
-        const float a = x[i], b = x[i + half];
-        x[i] = a * cos[i] + b * sin[i];
-        x[i + half] = b * cos[i + half] + a * sin[i + half];
-      }
+      for (std::size_t i = vector_end; i < half; ++i) rotate_pair(x, cos, sin, i, i + half);
     }
   }
 }
@@ -135,13 +205,14 @@ void rope(A, rope_layout layout, matrix_view<float> heads, const float* cos, con
 
 /// Rotates every row of `heads` (one head per row, head_dim = cols) in place
 /// with a table from rope_table() for the same layout and head size.
-/// \tparam A arch tag selecting the implementation (`arch::scalar` is the reference).
+/// \tparam A arch tag selecting the implementation: `arch::best` (the best variant
+/// this CPU runs), a concrete tag, or `arch::scalar` (the reference).
 /// Preconditions (debug-checked): cos and sin have heads.cols() elements, an even number.
-template <arch::Arch A = arch::native>
+template <arch::Arch A = arch::best>
 void rope(rope_layout layout, matrix_view<float> heads, vector_view<const float> cos,
           vector_view<const float> sin) noexcept {
   HEDGE_ASSERT(heads.cols() % 2 == 0 && cos.size() == heads.cols() && sin.size() == heads.cols());
-  detail::rope(detail::float_lanes<A>{}, layout, heads, cos.data(), sin.data());
+  arch::visit<A>([&](auto tag) { detail::rope(tag, layout, heads, cos.data(), sin.data()); });
 }
 
 }  // namespace hedge::kernels

@@ -33,12 +33,13 @@
 #include <cstring>
 #include <string_view>
 
+#include "hedge/compiler/attributes.hpp"
+#include "hedge/compiler/barrier.hpp"
+#include "hedge/compiler/intrinsics.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/route/avx2_bytes.hpp"
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 namespace hedge::route {
 
@@ -259,7 +260,10 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
   if (st.length != 0) finish_word<BucketBits>(st, visit);
 }
 
-#if defined(__AVX2__)
+}  // namespace detail
+
+#if HEDGE_SIMD_X86
+namespace avx2 {
 /// Nibble table for set membership: entry [low nibble] has bit h set when the byte
 /// (h << 4 | low) is in the set (ASCII only, h < 8).
 constexpr std::array<std::uint8_t, 16> nibble_set(std::string_view chars) noexcept {
@@ -282,13 +286,11 @@ HEDGE_ALWAYS_INLINE std::uint32_t popcount64(std::uint64_t m) noexcept {
   return static_cast<std::uint32_t>(__builtin_popcountll(m));
 }
 
-/// The low n bytes (1 <= n <= 8) of a chunk.
+/// The low n bytes (1 <= n <= 8) of a chunk. The mask is 2^(8n) - 1 written so that n = 8
+/// needs no branch and shifts by less than 64: BMI2 compilers make it a shlx and a dec
+/// (a bzhi would need BMI2 in the target attribute), others a shl.
 HEDGE_ALWAYS_INLINE std::uint64_t low_bytes(std::uint64_t chunk, unsigned n) noexcept {
-#if defined(__BMI2__) && defined(__x86_64__)  // _bzhi_u64 is 64-bit mode only
-  return _bzhi_u64(chunk, 8 * n);
-#else
-  return chunk & (~std::uint64_t{0} >> (64 - 8 * n));
-#endif
+  return chunk & ((std::uint64_t{2} << (8 * n - 1)) - 1);
 }
 
 /// Hash of a word of `length` bytes whose folded bytes start at `folded` (8 readable bytes;
@@ -297,7 +299,7 @@ HEDGE_ALWAYS_INLINE std::uint64_t hash_folded_word(const unsigned char* folded, 
                                                    std::uint64_t key) noexcept {
   std::uint64_t chunk;
   std::memcpy(&chunk, folded, sizeof chunk);  // little-endian, as the scalar pass builds it
-  return word_hash(low_bytes(chunk, length < 8 ? length : 8), length, key);
+  return detail::word_hash(low_bytes(chunk, length < 8 ? length : 8), length, key);
 }
 
 /// As hash_folded_word, for a word in the text itself (needs 8 readable bytes at `begin`):
@@ -313,55 +315,81 @@ HEDGE_ALWAYS_INLINE std::uint64_t hash_word_at(const unsigned char* bytes, std::
   return hash_folded_word(reinterpret_cast<const unsigned char*>(&chunk), length, key);
 }
 
-/// AVX2: one pass over whole 32-byte blocks doing both the character and the word work
-/// (words from the word-byte bit masks of a unit of two blocks), then the scalar passes on
-/// the tail. Each group's features come in the scalar order (char and word reports
-/// interleave by unit).
+/// Bit k set when byte k of the block is in the set of `lut` (a nibble_set), from the
+/// block's low nibbles and the bit of each byte's high nibble.
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE std::uint32_t member_bits(__m256i lut, __m256i low_nibbles,
+                                                                __m256i high_nibble_bits) noexcept {
+  const __m256i hit = _mm256_and_si256(_mm256_shuffle_epi8(lut, low_nibbles), high_nibble_bits);
+  return ~bits(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
+}
+
+/// The AVX2 pass over whole 32-byte blocks, doing both the character and the word work
+/// (words from the word-byte bit masks of a unit of two blocks); `scan` below runs it and
+/// hands the tail to the scalar passes. Each group's features come in the scalar order (char
+/// and word reports interleave by unit).
 template <unsigned BucketBits, class Visitor>
-HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st, Visitor& visit,
-                              arch::avx2) noexcept {
-  const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-  const __m256i math_lut = broadcast16(math_set), code_lut = broadcast16(code_set),
-                latex_lut = broadcast16(latex_set), high_lut = broadcast16(high_nibble_bit);
+struct feature_blocks {
+  const unsigned char* bytes;
+  detail::scan_state& st;
+  Visitor& visit;
+  __m256i low_nibble, math_lut, code_lut, latex_lut, high_lut;
   // The 4-grams of a block end at its odd bytes (blocks start at even offsets); batch g
   // holds those ending at bytes 16g+1, 16g+3, ..., 16g+15. Gram t is bytes t-3..t, most
   // significant first, as the scalar (gram << 8) | byte builds it. Each 128-bit lane of
   // the window holds 12 bytes: the low lane bytes 16g-4..16g+7 (grams 16g+1..16g+7), the
   // high lane bytes 16g+4..16g+15 (grams 16g+9..16g+15), so one pattern serves both.
-  const __m256i gram_pattern = _mm256_setr_epi8(5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8,  //
-                                                5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8);
+  __m256i gram_pattern;
   // Dwords of the block in each window (the last of a lane unused; the first of batch 0 is
   // dword -1, the previous block's last, blended in).
-  const __m256i window_dwords[2] = {_mm256_setr_epi32(0, 0, 1, 0, 1, 2, 3, 0), _mm256_setr_epi32(3, 4, 5, 0, 5, 6, 7, 0)};
-  // Constants made opaque (avx2_bytes.hpp), or GCC rebuilds them in every block.
-  const __m256i gram_key = opaque(_mm256_set1_epi32(static_cast<int>(st.keys.gram)));
-  const std::uint64_t word_key = st.keys.word, bigram_key = st.keys.bigram;
-  const __m256i spaces = opaque(_mm256_set1_epi8(' ')), last_dword = opaque(_mm256_set1_epi32(7));
+  __m256i window_dwords[2];
+  // Constants made opaque (compiler/barrier.hpp), or GCC rebuilds them in every block.
+  __m256i gram_key;
+  std::uint64_t word_key, bigram_key;
+  __m256i spaces, last_dword;
   // The unit's two folded blocks, and 8 more bytes so that a word's first 8 are one load.
   alignas(32) std::array<unsigned char, 72> folded_bytes{};
   alignas(32) std::array<std::uint32_t, 8> buckets{};
-  __m256i previous_dword = _mm256_set1_epi32(static_cast<int>(__builtin_bswap32(st.gram)));
+  __m256i previous_dword;
   std::uint32_t carried = 0;  ///< bytes of the word in progress before the unit (0: none)
   bool carried_non_digit = false;
 
-  // One block at bytes + i, the unit's block `half`: counts, folding (stored for the word
-  // loop), the 4-grams; returns its word-byte bits, and its digit bits in `digit_bits`.
-  const auto block = [&](std::size_t i, unsigned half, std::uint32_t& digit_bits) {
+  HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE feature_blocks(const unsigned char* text, detail::scan_state& state,
+                                                       Visitor& visitor) noexcept
+      : bytes(text),
+        st(state),
+        visit(visitor),
+        low_nibble(_mm256_set1_epi8(0x0f)),
+        math_lut(broadcast16(math_set)),
+        code_lut(broadcast16(code_set)),
+        latex_lut(broadcast16(latex_set)),
+        high_lut(broadcast16(high_nibble_bit)),
+        gram_pattern(_mm256_setr_epi8(5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8,  //
+                                      5, 4, 3, 2, 7, 6, 5, 4, 9, 8, 7, 6, 11, 10, 9, 8)),
+        window_dwords{_mm256_setr_epi32(0, 0, 1, 0, 1, 2, 3, 0), _mm256_setr_epi32(3, 4, 5, 0, 5, 6, 7, 0)},
+        gram_key(compiler::opaque(_mm256_set1_epi32(static_cast<int>(state.keys.gram)))),
+        word_key(state.keys.word),
+        bigram_key(state.keys.bigram),
+        spaces(compiler::opaque(_mm256_set1_epi8(' '))),
+        last_dword(compiler::opaque(_mm256_set1_epi32(7))),
+        previous_dword(_mm256_set1_epi32(static_cast<int>(__builtin_bswap32(state.gram)))) {}
+
+  /// One block at bytes + i, the unit's block `half`: counts, folding (stored for the word
+  /// loop), the 4-grams; returns its word-byte bits, and its digit bits in `digit_bits`.
+  HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE std::uint32_t block(std::size_t i, unsigned half,
+                                                            std::uint32_t& digit_bits) noexcept {
+    using namespace detail;  // the byte categories
     const __m256i v = load32(bytes + i);
     const __m256i digits = in_range(v, '0', '9'), uppers = in_range(v, 'A', 'Z');
     const __m256i word = _mm256_or_si256(_mm256_or_si256(digits, uppers),
                                          _mm256_or_si256(in_range(v, 'a', 'z'), _mm256_cmpgt_epi8(_mm256_setzero_si256(), v)));
     const __m256i hi_bit = _mm256_shuffle_epi8(high_lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibble));
     const __m256i lo = _mm256_and_si256(v, low_nibble);
-    const auto member = [&](__m256i lut) {
-      return ~bits(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(lut, lo), hi_bit), _mm256_setzero_si256()));
-    };
     digit_bits = bits(digits);
     st.counts[digit] += popcount(digit_bits);
     st.counts[upper] += popcount(bits(uppers));
-    st.counts[math] += popcount(member(math_lut));
-    st.counts[code] += popcount(member(code_lut));
-    st.counts[latex] += popcount(member(latex_lut));
+    st.counts[math] += popcount(member_bits(math_lut, lo, hi_bit));
+    st.counts[code] += popcount(member_bits(code_lut, lo, hi_bit));
+    st.counts[latex] += popcount(member_bits(latex_lut, lo, hi_bit));
     st.counts[question] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('?'))));
     st.counts[newline] += popcount(bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n'))));
 
@@ -393,16 +421,18 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
     previous_dword = _mm256_permutevar8x32_epi32(folded, last_dword);
     st.gram_len += 32;
     return word_bits;
-  };
+  }
 
-  // The words of a unit of Width bytes at unit_begin (two blocks; one at the end of the
-  // text): each run of word bits. A run touching the unit's last bit may continue in the
-  // next unit; a word is hashed once its end is known. Two blocks per word loop halve the
-  // loop exits, which the branch predictor misses on varied text (a different number of
-  // words ends in each unit). Starts and ends are taken from two masks (lowest bit, then
-  // clear it), two short dependency chains instead of one per word.
-  const auto words_of_unit = [&]<unsigned Width>(std::size_t unit_begin, std::uint64_t word_bits,
-                                                  std::uint64_t digit_bits) {
+  /// The words of a unit of Width bytes at unit_begin (two blocks; one at the end of the
+  /// text): each run of word bits. A run touching the unit's last bit may continue in the
+  /// next unit; a word is hashed once its end is known. Two blocks per word loop halve the
+  /// loop exits, which the branch predictor misses on varied text (a different number of
+  /// words ends in each unit). Starts and ends are taken from two masks (lowest bit, then
+  /// clear it), two short dependency chains instead of one per word.
+  template <unsigned Width>
+  HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void words_of_unit(std::size_t unit_begin, std::uint64_t word_bits,
+                                                           std::uint64_t digit_bits) noexcept {
+    using namespace detail;  // report_word, bigram_hash
     constexpr std::uint64_t in_unit = Width == 64 ? ~std::uint64_t{0} : 0xffffffffu;
     const std::uint64_t non_digit_bits = word_bits & ~digit_bits;
     const std::uint64_t starts_here = word_bits & ~((word_bits << 1) | (carried != 0 ? 1u : 0u));
@@ -456,30 +486,46 @@ HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan
       carried = Width - start;
       carried_non_digit = (non_digit_bits >> start) != 0;
     }
-  };
+  }
+};
 
+/// Both passes over the whole text, AVX2: feature_blocks over the whole 32-byte blocks,
+/// then the scalar passes on the tail.
+template <unsigned BucketBits, class Visitor>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, detail::scan_state& st,
+                                                Visitor& visit) noexcept {
+  feature_blocks<BucketBits, Visitor> pass{bytes, st, visit};
   std::size_t i = 0;
   for (; i + 64 <= size; i += 64) {
     std::uint32_t digits0, digits1;
-    const std::uint32_t words0 = block(i, 0, digits0);
-    const std::uint32_t words1 = block(i + 32, 1, digits1);
-    words_of_unit.template operator()<64>(i, words0 | std::uint64_t{words1} << 32, digits0 | std::uint64_t{digits1} << 32);
+    const std::uint32_t words0 = pass.block(i, 0, digits0);
+    const std::uint32_t words1 = pass.block(i + 32, 1, digits1);
+    pass.template words_of_unit<64>(i, words0 | std::uint64_t{words1} << 32, digits0 | std::uint64_t{digits1} << 32);
   }
   if (i + 32 <= size) {
     std::uint32_t digits0;
-    const std::uint32_t words0 = block(i, 0, digits0);
-    words_of_unit.template operator()<32>(i, words0, digits0);
+    const std::uint32_t words0 = pass.block(i, 0, digits0);
+    pass.template words_of_unit<32>(i, words0, digits0);
     i += 32;
   }
   // Hand a word in progress to the scalar pass as its state after the word's bytes so far.
-  for (std::size_t k = i - carried; k < i; ++k) add_word_byte(st, byte_classes[bytes[k]]);
-  if (i != 0) st.gram = __builtin_bswap32(static_cast<std::uint32_t>(_mm256_cvtsi256_si32(previous_dword)));
-  char_pass_range<BucketBits>(bytes, i, size, st, visit);
-  word_pass_range<BucketBits>(bytes, i, size, st, visit);
-  if (st.length != 0) finish_word<BucketBits>(st, visit);
+  for (std::size_t k = i - pass.carried; k < i; ++k) detail::add_word_byte(st, detail::byte_classes[bytes[k]]);
+  if (i != 0) st.gram = __builtin_bswap32(static_cast<std::uint32_t>(_mm256_cvtsi256_si32(pass.previous_dword)));
+  detail::char_pass_range<BucketBits>(bytes, i, size, st, visit);
+  detail::word_pass_range<BucketBits>(bytes, i, size, st, visit);
+  if (st.length != 0) detail::finish_word<BucketBits>(st, visit);
 }
-#endif
+}  // namespace avx2
+
+namespace detail {
+/// The AVX2 overload of scan (avx512bw and the other tags derived from avx2 run it).
+template <unsigned BucketBits, class Visitor>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std::size_t size, scan_state& st,
+                                                Visitor& visit, arch::avx2) noexcept {
+  avx2::scan<BucketBits>(bytes, size, st, visit);
+}
 }  // namespace detail
+#endif
 
 /// Extracts complexity features in two passes over the bytes (no allocation).
 /// \tparam Buckets number of hash buckets (a power of two)
@@ -487,14 +533,14 @@ template <std::size_t Buckets>
 class complexity_features {
   static_assert(Buckets >= 2 && Buckets <= (std::size_t{1} << 31) && (Buckets & (Buckets - 1)) == 0,
                 "Buckets must be a power of two below 2^32");
+
+ public:
+  static constexpr std::size_t buckets = Buckets;
   static constexpr unsigned bucket_bits = [] {
     unsigned b = 0;
     while ((std::size_t{1} << b) < Buckets) ++b;
     return b;
   }();
-
- public:
-  static constexpr std::size_t buckets = Buckets;
 
   /// Calls visit(hashed_group, bucket) for every hashed feature occurrence and returns
   /// the dense features and occurrence counts.
@@ -502,21 +548,45 @@ class complexity_features {
   ///   callable as visit(hashed_group, const std::uint32_t* buckets, std::size_t count), the
   ///   vector pass hands it up to 8 consecutive buckets of a group at once (same order;
   ///   `buckets` is 32-byte aligned and 8 entries are readable)
-  /// \tparam Arch instruction set of the character pass (arch::scalar is its specification;
-  ///   every tag reports the same features in the same order)
+  /// \tparam A instruction set of the passes: arch::best (the best this CPU runs, chosen once
+  ///   per call) or a tag (arch::scalar is the specification; every tag reports the same
+  ///   features in the same order)
   /// \param keys the hash multipliers (feature_hash_keys::of_seed; a model scores with the
   ///   keys it was trained with)
-  template <class Visitor, class Arch = arch::native>
-  HEDGE_ALWAYS_INLINE static feature_summary extract(std::string_view text, Visitor&& visit,
-                                                     const feature_hash_keys& keys = {}, Arch = {}) noexcept {
-    feature_summary s;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    const std::size_t size = text.size();
+  template <class Visitor, class A = arch::best>
+  static feature_summary extract(std::string_view text, Visitor&& visit, const feature_hash_keys& keys = {},
+                                 A = {}) noexcept {
+    return arch::visit<A>([&](auto tag) { return summarize(text, counted(text, visit, keys, tag)); });
+  }
 
-    // Character pass (categories, 4-grams), word pass (unigrams, bigrams).
+  /// The passes of one arch (character pass: categories, 4-grams; word pass: unigrams,
+  /// bigrams), reporting to `visit`; their counts go to `summarize`. Inlined into a caller
+  /// compiled for the arch (complexity_model's scorer).
+  template <class Visitor>
+  HEDGE_ALWAYS_INLINE static detail::scan_state passes(std::string_view text, Visitor& visit,
+                                                       const feature_hash_keys& keys, arch::scalar) noexcept {
     detail::scan_state st;
     st.keys = keys;
-    detail::scan<bucket_bits>(bytes, size, st, visit, Arch{});
+    detail::scan<bucket_bits>(reinterpret_cast<const unsigned char*>(text.data()), text.size(), st, visit, arch::scalar{});
+    return st;
+  }
+#if HEDGE_SIMD_X86
+  template <class Visitor>
+  HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE static detail::scan_state passes(std::string_view text, Visitor& visit,
+                                                                         const feature_hash_keys& keys,
+                                                                         arch::avx2) noexcept {
+    detail::scan_state st;
+    st.keys = keys;
+    detail::scan<bucket_bits>(reinterpret_cast<const unsigned char*>(text.data()), text.size(), st, visit, arch::avx2{});
+    return st;
+  }
+#endif
+
+  /// The dense features and occurrence counts from the passes' counts. Floating point, so
+  /// it runs outside the arch's target function: FMA contraction there would make the
+  /// dense features of a baseline build differ between arches in their last bits.
+  HEDGE_ALWAYS_INLINE static feature_summary summarize(std::string_view text, const detail::scan_state& st) noexcept {
+    feature_summary s;
     const auto& counts = st.counts;
     const std::uint32_t gram_len = st.gram_len, words = st.words, word_bytes = st.word_bytes, numbers = st.numbers;
     const std::uint32_t digits = counts[detail::digit], math = counts[detail::math], upper = counts[detail::upper],
@@ -545,6 +615,21 @@ class complexity_features {
     return s;
   }
 
+ private:
+  /// `passes` as a call of its own, compiled for the arch (an always-inline AVX2 function
+  /// cannot be inlined into the dispatching lambda, which has no target attribute).
+  template <class Visitor>
+  static detail::scan_state counted(std::string_view text, Visitor& visit, const feature_hash_keys& keys,
+                                    arch::scalar) noexcept {
+    return passes(text, visit, keys, arch::scalar{});
+  }
+#if HEDGE_SIMD_X86
+  template <class Visitor>
+  HEDGE_TARGET_AVX2 static detail::scan_state counted(std::string_view text, Visitor& visit,
+                                                      const feature_hash_keys& keys, arch::avx2) noexcept {
+    return passes(text, visit, keys, arch::avx2{});
+  }
+#endif
 };
 
 }  // namespace hedge::route

@@ -43,12 +43,13 @@
 #include <system_error>
 #include <type_traits>
 
+#include "hedge/compiler/attributes.hpp"
+#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/route/complexity_features.hpp"
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 namespace hedge::route {
 
@@ -72,82 +73,123 @@ struct complexity_model {
   std::array<float, hashed_group_count> scale{1.0f, 1.0f};
   std::array<std::array<hashed_weight, Buckets>, hashed_group_count> hashed{};
 
-  /// Linear score (log-odds) of a prompt; every Arch gives the same bits.
-  template <class Arch = arch::native>
-  [[nodiscard]] float logit(std::string_view prompt, Arch = {}) const noexcept {
+  /// Linear score (log-odds) of a prompt; every arch gives the same bits.
+  /// \tparam A instruction set of the feature passes: arch::best (the best this CPU runs,
+  ///   chosen once per call) or a tag (arch::scalar: the specification)
+  template <class A = arch::best>
+  [[nodiscard]] float logit(std::string_view prompt, A = {}) const noexcept {
     // Below 2^20 bytes (fewer than 65536 batches of 8 grams, one batch per 16 bytes) the
     // vector lanes of the char sums cannot overflow, and the batches skip the count that
     // guards them.
-    return prompt.size() < (std::size_t{1} << 20) ? score<false>(prompt, Arch{}) : score<true>(prompt, Arch{});
+    return arch::visit<A>([&](auto tag) {
+      return combine(prompt, prompt.size() < (std::size_t{1} << 20) ? hashed_sums<false>(prompt, tag)
+                                                                     : hashed_sums<true>(prompt, tag));
+    });
   }
   /// Probability that the prompt needs the cloud tier.
-  [[nodiscard]] float probability(std::string_view prompt) const noexcept {
-    return 1.0f / (1.0f + std::exp(-logit(prompt)));
+  template <class A = arch::best>
+  [[nodiscard]] float probability(std::string_view prompt, A = {}) const noexcept {
+    return 1.0f / (1.0f + std::exp(-logit(prompt, A{})));
   }
 
  private:
-  template <bool CountBatches, class Arch>
-  [[nodiscard]] float score(std::string_view prompt, Arch) const noexcept {
-    // Integer sums: exact, so independent of the order the passes report buckets in, and
-    // each add depends only on its load (no floating-point add chain). 64 bits: a prompt
-    // would need 2^48 features to overflow; a batch of 8 fits 32 bits.
-    struct accumulate {
-      const complexity_model& m;
-      std::array<std::int64_t, hashed_group_count> sums{};
-#if defined(__AVX2__)
-      __m256i lanes = _mm256_setzero_si256();  ///< char-group sums of the batch visits, per lane
-      std::uint32_t batches = 0;               ///< since the lanes were last added to sums
-#endif
-      void operator()(hashed_group g, std::uint32_t bucket) noexcept {
-        const auto k = static_cast<std::size_t>(g);
-        sums[k] += m.hashed[k][bucket];
+  /// What the feature passes leave for the score: their counts and, per group, the integer
+  /// sum of the hashed weights they reported. Integer sums are exact, so independent of the
+  /// order the passes report buckets in, and each add depends only on its load (no
+  /// floating-point add chain). 64 bits: a prompt would need 2^48 features to overflow; a
+  /// batch of 8 fits 32 bits.
+  struct pass_result {
+    detail::scan_state counts;
+    std::array<std::int64_t, hashed_group_count> sums{};
+  };
+
+  /// Scalar visitor: adds each reported bucket's weight to its group's sum (the scalar
+  /// passes report bucket by bucket).
+  struct scalar_sums {
+    const complexity_model& m;
+    std::array<std::int64_t, hashed_group_count> sums{};
+    HEDGE_ALWAYS_INLINE void operator()(hashed_group g, std::uint32_t bucket) noexcept {
+      const auto k = static_cast<std::size_t>(g);
+      sums[k] += m.hashed[k][bucket];
+    }
+  };
+
+  template <bool CountBatches>
+  pass_result hashed_sums(std::string_view prompt, arch::scalar) const noexcept {
+    scalar_sums acc{*this};
+    pass_result r;
+    r.counts = features::passes(prompt, acc, feature_hash_keys::of_seed(hash_seed), arch::scalar{});
+    r.sums = acc.sums;
+    return r;
+  }
+
+#if HEDGE_SIMD_X86
+  /// AVX2 visitor: char-group batches of 8 buckets summed with one gather into 32-bit lanes.
+  template <bool CountBatches>
+  struct avx2_sums {
+    const complexity_model& m;
+    std::array<std::int64_t, hashed_group_count> sums{};
+    __m256i lanes;               ///< char-group sums of the batch visits, per lane
+    std::uint32_t batches = 0;   ///< since the lanes were last added to sums
+
+    HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE explicit avx2_sums(const complexity_model& model) noexcept
+        : m(model), lanes(_mm256_setzero_si256()) {}
+    // No target attribute: the scalar parts of the passes report single buckets too.
+    HEDGE_ALWAYS_INLINE void operator()(hashed_group g, std::uint32_t bucket) noexcept {
+      const auto k = static_cast<std::size_t>(g);
+      sums[k] += m.hashed[k][bucket];
+    }
+    HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void operator()(hashed_group g, const std::uint32_t* buckets,
+                                                          std::size_t count) noexcept {
+      // `lanes` and flush() hold char-group sums: the feature pass batches only chars, and
+      // a batch of another group goes bucket by bucket.
+      if (g != hashed_group::chars) [[unlikely]] {
+        for (std::size_t t = 0; t < count; ++t) operator()(g, buckets[t]);
+        return;
       }
-      void operator()(hashed_group g, const std::uint32_t* buckets, std::size_t count) noexcept {
-        const auto k = static_cast<std::size_t>(g);
-#if defined(__AVX2__)
-        // `lanes` and flush() hold char-group sums: the feature pass batches only chars, and
-        // a batch of another group goes bucket by bucket.
-        if (g != hashed_group::chars) [[unlikely]] {
-          for (std::size_t t = 0; t < count; ++t) operator()(g, buckets[t]);
-          return;
-        }
-        // One gather of 32-bit words ending at each weight (its high half; the low half is
-        // the int16 before it, inside this object: the other table or `scale`), masked to
-        // the first `count` lanes.
-        const __m256i index = _mm256_load_si256(reinterpret_cast<const __m256i*>(buckets));
-        const __m256i active = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
-                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        const auto* base = reinterpret_cast<const int*>(reinterpret_cast<const char*>(m.hashed[k].data()) - 2);
-        const __m256i pairs = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, index, active, 2);
-        lanes = _mm256_add_epi32(lanes, _mm256_srai_epi32(pairs, 16));
-        // A lane gains at most 32767 per batch: add the lanes to sums before 2^31 / 32767 batches.
-        if constexpr (CountBatches) {
-          if (++batches == 65536) flush();
-        }
-#else
-        const auto& weights = m.hashed[k];
-        std::int32_t sum = 0;
-        for (std::size_t t = 0; t < count; ++t) sum += weights[buckets[t]];
-        sums[k] += sum;
-#endif
+      const auto k = static_cast<std::size_t>(g);
+      // One gather of 32-bit words ending at each weight (its high half; the low half is
+      // the int16 before it, inside the model: the other table or `scale`), masked to the
+      // first `count` lanes.
+      const __m256i index = _mm256_load_si256(reinterpret_cast<const __m256i*>(buckets));
+      const __m256i active = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const auto* base = reinterpret_cast<const int*>(reinterpret_cast<const char*>(m.hashed[k].data()) - 2);
+      const __m256i pairs = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, index, active, 2);
+      lanes = _mm256_add_epi32(lanes, _mm256_srai_epi32(pairs, 16));
+      // A lane gains at most 32767 per batch: add the lanes to sums before 2^31 / 32767 batches.
+      if constexpr (CountBatches) {
+        if (++batches == 65536) flush();
       }
-      void flush() noexcept {
-#if defined(__AVX2__)
-        alignas(32) std::array<std::int32_t, 8> lane{};
-        _mm256_store_si256(reinterpret_cast<__m256i*>(lane.data()), lanes);
-        for (const std::int32_t v : lane) sums[static_cast<std::size_t>(hashed_group::chars)] += v;
-        lanes = _mm256_setzero_si256();
-        batches = 0;
-#endif
-      }
-    };
-    accumulate acc{*this};
-    const feature_summary s = features::extract(prompt, acc, feature_hash_keys::of_seed(hash_seed), Arch{});
+    }
+    HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void flush() noexcept {
+      alignas(32) std::array<std::int32_t, 8> lane{};
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane.data()), lanes);
+      for (const std::int32_t v : lane) sums[static_cast<std::size_t>(hashed_group::chars)] += v;
+      lanes = _mm256_setzero_si256();
+      batches = 0;
+    }
+  };
+
+  template <bool CountBatches>
+  HEDGE_TARGET_AVX2 pass_result hashed_sums(std::string_view prompt, arch::avx2) const noexcept {
+    avx2_sums<CountBatches> acc{*this};
+    pass_result r;
+    r.counts = features::passes(prompt, acc, feature_hash_keys::of_seed(hash_seed), arch::avx2{});
     acc.flush();
+    r.sums = acc.sums;
+    return r;
+  }
+#endif
+
+  /// The score from the passes' result: floating point, outside the arch's target function
+  /// (complexity_features::summarize says why).
+  HEDGE_ALWAYS_INLINE float combine(std::string_view prompt, const pass_result& r) const noexcept {
+    const feature_summary s = features::summarize(prompt, r.counts);
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
     for (std::size_t g = 0; g < hashed_group_count; ++g)
-      z += scale[g] * static_cast<float>(acc.sums[g]) * s.group_scale(static_cast<hashed_group>(g));
+      z += scale[g] * static_cast<float>(r.sums[g]) * s.group_scale(static_cast<hashed_group>(g));
     return z;
   }
 };

@@ -10,6 +10,7 @@
 #include <concepts>
 #include <string_view>
 
+#include "hedge/core/dispatch.hpp"
 #include "hedge/route/policy.hpp"
 #include "hedge/route/request.hpp"
 
@@ -38,12 +39,27 @@ class complexity_policy {
   /// Sets the threshold from a calibrated logit (calibration works on logits).
   constexpr void set_threshold_logit(double t) noexcept { threshold_logit_ = t; }
 
-  [[nodiscard]] verdict evaluate(const route_request& request, const route_context&) const noexcept {
-    const double z = static_cast<double>(scorer_->logit(request.prompt)) - threshold_logit_;
+  [[nodiscard]] verdict evaluate(const route_request& request, const route_context& context) const noexcept {
+    return evaluate(request, context, arch::best{});
+  }
+  /// \tparam A instruction set of the scorer's feature passes, where the scorer takes one
+  ///   (complexity_model::logit does)
+  template <class A>
+  [[nodiscard]] verdict evaluate(const route_request& request, const route_context&, A arch) const noexcept {
+    const double z = static_cast<double>(logit(request.prompt, arch)) - threshold_logit_;
     return verdict::soft(weight_ * z, z > 0 ? reason::complex_prompt : reason::simple_prompt);
   }
 
  private:
+  template <class A>
+  float logit(std::string_view prompt, A arch) const noexcept {
+    if constexpr (requires { { scorer_->logit(prompt, arch) } noexcept -> std::convertible_to<float>; }) {
+      return scorer_->logit(prompt, arch);
+    } else {
+      return scorer_->logit(prompt);
+    }
+  }
+
   const Scorer* scorer_;
   double threshold_logit_;
   double weight_;

@@ -1,5 +1,3 @@
-// hedge-os-dependent: uses the heap (std::vector, std::string); offline evaluation only.
-//
 // hedge/route/evaluation.hpp: train -> calibrate -> score -> RouteLLM metrics, for a
 // train/test split or leave-domain-out over labelled domains (hedge-route-eval and tests).
 //
@@ -7,6 +5,7 @@
 // for each domain, the scorer is trained on all the other domains, the threshold for the
 // target cloud fraction is calibrated on the training domains' scores (quantile rule), and
 // the held-out domain is scored. Metrics are computed on the pooled held-out scores.
+// Offline only: it uses the heap (std::vector, std::string), but touches no file.
 #pragma once
 
 #include <cstddef>
@@ -16,11 +15,11 @@
 #include <vector>
 
 #include "hedge/core/result.hpp"
+#include "hedge/model/random.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/complexity_model.hpp"
 #include "hedge/route/metrics.hpp"
 #include "hedge/route/training.hpp"
-#include "hedge/verify/random.hpp"
 
 namespace hedge::route {
 
@@ -202,7 +201,7 @@ inline result<void> finish(evaluation_report& report, const evaluation_options& 
   report.oracle = *evaluate_routing(oracle);
   double random_sum = 0.0;
   for (int seed = 0; seed < opt.random_seeds; ++seed) {
-    verify::seeded_random rng{static_cast<std::uint64_t>(seed) + 1};
+    model::seeded_random rng{static_cast<std::uint64_t>(seed) + 1};
     for (auto& r : oracle) r.score = rng.uniform();
     random_sum += evaluate_routing(oracle)->apgr;
   }

@@ -113,4 +113,20 @@ concept RoutingPolicy = requires(const P& policy, const route_request& request, 
   { policy.evaluate(request, context) } noexcept -> std::same_as<verdict>;
 };
 
+namespace detail {
+/// policy.evaluate(request, context, tag) where the policy takes the arch of its prompt scan
+/// (privacy, complexity: the router picks it once per decision), else evaluate(request, context).
+template <RoutingPolicy P, class Tag>
+constexpr verdict evaluate_policy(const P& policy, const route_request& request, const route_context& context,
+                                  Tag tag) noexcept {
+  if constexpr (requires {
+                  { policy.evaluate(request, context, tag) } noexcept -> std::same_as<verdict>;
+                }) {
+    return policy.evaluate(request, context, tag);
+  } else {
+    return policy.evaluate(request, context);
+  }
+}
+}  // namespace detail
+
 }  // namespace hedge::route

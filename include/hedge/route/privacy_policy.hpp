@@ -7,6 +7,7 @@
 
 #include <string_view>
 
+#include "hedge/core/dispatch.hpp"
 #include "hedge/route/pii_detector.hpp"
 #include "hedge/route/policy.hpp"
 #include "hedge/route/request.hpp"
@@ -24,9 +25,14 @@ class privacy_policy {
       pii_detector detector = pii_detector{}) noexcept
       : restricted_(restricted), detector_(detector) {}
 
-  [[nodiscard]] constexpr verdict evaluate(const route_request& request, const route_context&) const noexcept {
+  [[nodiscard]] constexpr verdict evaluate(const route_request& request, const route_context& context) const noexcept {
+    return evaluate(request, context, arch::best{});
+  }
+  /// \tparam A instruction set of the PII pre-scan (pii_detector::first)
+  template <class A>
+  [[nodiscard]] constexpr verdict evaluate(const route_request& request, const route_context&, A arch) const noexcept {
     if (const auto hit = request.classes & restricted_; any(hit)) return verdict::edge_only(reason::restricted_data_class, class_name(hit));
-    if (const auto found = detector_.first(request.prompt))
+    if (const auto found = detector_.first(request.prompt, arch))
       return verdict::edge_only(reason::pii_detected, to_string(found->entity));
     return verdict::abstain();
   }

@@ -22,8 +22,11 @@
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
+#include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/route/policy.hpp"
 #include "hedge/route/request.hpp"
 
@@ -66,18 +69,29 @@ class router {
   template <std::size_t I>
   [[nodiscard]] constexpr const auto& policy() const noexcept { return std::get<I>(policies_); }
 
-  [[nodiscard]] constexpr decision_type decide(const route_request& request, const route_context& context) const noexcept {
+  /// Evaluates every policy and resolves their verdicts (file comment). The policies that
+  /// scan the prompt (privacy, complexity) run the arch chosen here, once per decision.
+  /// \tparam A instruction set of the prompt scans: arch::best (the best this CPU runs) or a tag
+  template <class A = arch::best>
+  [[nodiscard]] constexpr decision_type decide(const route_request& request, const route_context& context,
+                                               A = {}) const noexcept {
+    if (std::is_constant_evaluated()) return decide_as(request, context, arch::scalar{});
+    return arch::visit<A>([&](auto tag) { return decide_as(request, context, tag); });
+  }
+
+ private:
+  template <class Tag>
+  constexpr decision_type decide_as(const route_request& request, const route_context& context, Tag tag) const noexcept {
     decision_type d;
     d.threshold = threshold_;
     d.names = {std::string_view{Policies::name}...};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((d.verdicts[I] = std::get<I>(policies_).evaluate(request, context)), ...);
+      ((d.verdicts[I] = detail::evaluate_policy(std::get<I>(policies_), request, context, tag)), ...);
     }(std::make_index_sequence<size>{});
     resolve(d);
     return d;
   }
 
- private:
   constexpr static std::size_t first_of(const decision_type& d, verdict_kind k) noexcept {
     for (std::size_t i = 0; i < size; ++i)
       if (d.verdicts[i].kind == k) return i;

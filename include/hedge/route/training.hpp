@@ -1,9 +1,8 @@
-// hedge-os-dependent: reads files, uses the heap (std::vector, std::string).
-//
-// hedge/route/training.hpp: fitting and saving the complexity model, and loading labelled
-// routing data (CSV: prompt, weak correct, strong correct; e.g. RouteLLM's MMLU responses).
-// Used by the hedge-route-train and hedge-route-eval tools and by tests; never on the
-// decision path.
+// hedge/route/training.hpp: fitting the complexity model and writing its weights file, and
+// parsing labelled routing data (CSV: prompt, weak correct, strong correct; e.g. RouteLLM's
+// MMLU responses). Offline only (the hedge-route-train and hedge-route-eval tools, tests),
+// never on the decision path: it uses the heap (std::vector, std::string), but touches no
+// file; os/csv_files.hpp reads and writes them.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,25 +17,11 @@
 #include <vector>
 
 #include "hedge/core/result.hpp"
+#include "hedge/model/random.hpp"
 #include "hedge/route/complexity_model.hpp"
 #include "hedge/route/csv.hpp"
-#include "hedge/verify/random.hpp"
 
 namespace hedge::route {
-
-/// Whole file as a string.
-inline result<std::string> read_text_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return error{errc::io_error} << "cannot open " << path;
-  std::string text;
-  char buffer[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return error{errc::io_error} << "error reading " << path;
-  return text;
-}
 
 /// One labelled prompt: how well the weak (edge) and strong (cloud) model answered.
 struct labelled_prompt {
@@ -118,35 +102,6 @@ inline result<std::vector<std::string>> parse_prompt_log(std::string_view text, 
   return prompts;
 }
 
-inline result<std::vector<labelled_prompt>> load_labelled_csv(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return text.error();
-  return parse_labelled_csv(*text, path);
-}
-
-/// The paths of the .csv files in a directory (regular files, or links to them; not in its
-/// subdirectories), sorted: a labelled data set such as ../shared/routing/mmlu, one file
-/// per domain.
-inline result<std::vector<std::string>> csv_files_in(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> files;
-  // increment(ec), not ++: a failure while listing is an error, not an exception.
-  for (std::filesystem::directory_iterator it(dir, ec); !ec && it != std::filesystem::directory_iterator{};
-       it.increment(ec)) {
-    std::error_code type_ec;  // an entry whose type cannot be read (a broken link) is skipped
-    if (it->path().extension() == ".csv" && it->is_regular_file(type_ec)) files.push_back(it->path().string());
-  }
-  if (ec) return error{errc::io_error} << "cannot list " << dir << ": " << ec.message();
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-inline result<std::vector<std::string>> load_prompt_log(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return text.error();
-  return parse_prompt_log(*text, path);
-}
-
 /// A prompt's features as a sparse vector over [dense | words buckets | chars buckets].
 struct sparse_features {
   std::vector<std::uint32_t> index;
@@ -203,7 +158,7 @@ inline void train_logistic(const std::vector<const sparse_features*>& x, const s
   float bias_g2 = 1e-6f;
   std::vector<std::size_t> order(x.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  verify::seeded_random rng{opt.seed};
+  model::seeded_random rng{opt.seed};
   const auto lr = static_cast<float>(opt.learning_rate), l2 = static_cast<float>(opt.l2);
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
     rng.shuffle(std::span<std::size_t>(order));
@@ -256,28 +211,28 @@ void train_complexity_model(const std::vector<const sparse_features*>& x, const 
     quantize_hashed_weights(w.data() + dense_feature_count + g * Buckets, model, static_cast<hashed_group>(g));
 }
 
-/// Writes a model in the weights-file format of complexity_model.hpp (non-zero buckets only).
+/// A model as the text of a weights file (format: complexity_model.hpp; non-zero buckets
+/// only), with `comment` as a comment line after the magic.
 template <std::size_t Buckets>
-result<void> write_complexity_weights(const complexity_model<Buckets>& model, const std::string& path,
-                                      std::string_view comment = {}) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return error{errc::io_error} << "cannot create " << path;
-  std::fprintf(f, "hedge-complexity %u\n", static_cast<unsigned>(complexity_weights_version));
-  if (!comment.empty()) std::fprintf(f, "# %.*s\n", static_cast<int>(comment.size()), comment.data());
-  std::fprintf(f, "buckets %zu\nhash_seed %llu\nbias %.9g\n", Buckets, static_cast<unsigned long long>(model.hash_seed),
-               static_cast<double>(model.bias));
+std::string complexity_weights_text(const complexity_model<Buckets>& model, std::string_view comment = {}) {
+  std::string text;
+  char line[160];
+  const auto put = [&](int n) { text.append(line, static_cast<std::size_t>(n)); };
+  put(std::snprintf(line, sizeof line, "hedge-complexity %u\n", static_cast<unsigned>(complexity_weights_version)));
+  if (!comment.empty()) text.append("# ").append(comment).append("\n");
+  put(std::snprintf(line, sizeof line, "buckets %zu\nhash_seed %llu\nbias %.9g\n", Buckets,
+                    static_cast<unsigned long long>(model.hash_seed), static_cast<double>(model.bias)));
   for (std::size_t k = 0; k < dense_feature_count; ++k)
-    std::fprintf(f, "dense %.*s %.9g\n", static_cast<int>(dense_feature_names[k].size()), dense_feature_names[k].data(),
-                 static_cast<double>(model.dense[k]));
+    put(std::snprintf(line, sizeof line, "dense %.*s %.9g\n", static_cast<int>(dense_feature_names[k].size()),
+                      dense_feature_names[k].data(), static_cast<double>(model.dense[k])));
   for (std::size_t g = 0; g < hashed_group_count; ++g)
-    std::fprintf(f, "scale %s %.9g\n", g == 0 ? "words" : "chars", static_cast<double>(model.scale[g]));
+    put(std::snprintf(line, sizeof line, "scale %s %.9g\n", g == 0 ? "words" : "chars", static_cast<double>(model.scale[g])));
   for (std::size_t g = 0; g < hashed_group_count; ++g)
     for (std::size_t b = 0; b < Buckets; ++b)
       if (model.hashed[g][b] != 0)
-        std::fprintf(f, "%s %zu %d\n", g == 0 ? "words" : "chars", b, static_cast<int>(model.hashed[g][b]));
-  const bool failed = std::ferror(f) != 0;
-  if (std::fclose(f) != 0 || failed) return error{errc::io_error} << "error writing " << path;
-  return ok();
+        put(std::snprintf(line, sizeof line, "%s %zu %d\n", g == 0 ? "words" : "chars", b,
+                          static_cast<int>(model.hashed[g][b])));
+  return text;
 }
 
 }  // namespace hedge::route

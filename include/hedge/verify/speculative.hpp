@@ -15,6 +15,7 @@
 
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
+#include "hedge/model/random.hpp"
 
 namespace hedge::verify {
 
@@ -25,23 +26,8 @@ struct speculative_step {
   std::int32_t next = 0;
 };
 
-/// Index sampled from an (unnormalised, non-negative) weight vector with uniform u in [0, 1).
-inline std::int32_t sample_index(std::span<const float> weights, double u) noexcept {
-  double total = 0.0;
-  for (float w : weights) total += w;
-  double target = u * total, running = 0.0;
-  std::size_t last_positive = 0;
-  for (std::size_t k = 0; k < weights.size(); ++k) {
-    if (weights[k] <= 0.0f) continue;
-    last_positive = k;
-    running += weights[k];
-    if (target < running) return static_cast<std::int32_t>(k);
-  }
-  return static_cast<std::int32_t>(last_positive);  // rounding at the top end
-}
-
 /// One speculative step.
-/// \tparam Random provides `double uniform()` in [0, 1) (e.g. seeded_random)
+/// \tparam Random provides `double uniform()` in [0, 1) (e.g. model::seeded_random)
 /// \param target  (k + 1) x vocab target probabilities p_1..p_{k+1}
 /// \param draft   k x vocab draft probabilities q_1..q_k
 /// \param tokens  the k draft tokens, x_i sampled from q_i
@@ -71,9 +57,9 @@ result<speculative_step> speculative_accept(matrix_view<const float> target, mat
     // A rejection implies p(x) < q(x), so some other token has p > q and the residual has mass.
     const auto row = residual_mass > 0.0 ? std::span<const float>{scratch.data(), vocab}
                                          : std::span<const float>{target.row(i).data(), vocab};
-    return speculative_step{i, sample_index(row, random.uniform())};
+    return speculative_step{i, model::sample_index(row, random.uniform())};
   }
-  return speculative_step{k, sample_index({target.row(k).data(), vocab}, random.uniform())};
+  return speculative_step{k, model::sample_index({target.row(k).data(), vocab}, random.uniform())};
 }
 
 }  // namespace hedge::verify

@@ -1,6 +1,7 @@
 // hedge/kernels/detail/vector_math.hpp: the float vector primitives of the
 // elementwise kernels (norm, softmax, activation, rope), once per x86 width:
-// e^x, horizontal sum and maximum, and (AVX-512) the mask of a tail.
+// e^x, horizontal sum and maximum, and (AVX-512) the mask of a tail; and the
+// xsimd batch type of their NEON overloads, which take xsimd's exp.
 //
 // exp is Cephes' expf (S. Moshier), the algorithm of xsimd's and SLEEF's float exp:
 //
@@ -22,6 +23,11 @@
 
 #include "hedge/compiler/attributes.hpp"
 #include "hedge/compiler/intrinsics.hpp"
+#include "hedge/core/config.hpp"
+
+#if HEDGE_SIMD_NEON && HEDGE_HAS_XSIMD
+#include <xsimd/xsimd.hpp>
+#endif
 
 namespace hedge::kernels::detail {
 
@@ -50,7 +56,7 @@ struct exp_constants {
 namespace hedge::kernels::avx2 {
 
 /// e^x per lane (accuracy and limits in the file comment).
-HEDGE_TARGET_AVX2 inline __m256 exp(__m256 x) noexcept {
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256 exp(__m256 x) noexcept {
   using c = detail::exp_constants;
   // max/min return their second operand when one is NaN: a NaN x stays NaN.
   const __m256 clamped = _mm256_min_ps(_mm256_set1_ps(c::max_arg), _mm256_max_ps(_mm256_set1_ps(c::min_normal_arg), x));
@@ -77,7 +83,7 @@ HEDGE_TARGET_AVX2 inline __m256 exp(__m256 x) noexcept {
 }
 
 /// The sum of the 8 lanes.
-HEDGE_TARGET_AVX2 inline float sum(__m256 v) noexcept {
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE float sum(__m256 v) noexcept {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -85,7 +91,7 @@ HEDGE_TARGET_AVX2 inline float sum(__m256 v) noexcept {
 }
 
 /// The largest of the 8 lanes (no NaN lanes).
-HEDGE_TARGET_AVX2 inline float max(__m256 v) noexcept {
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE float max(__m256 v) noexcept {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
@@ -97,7 +103,7 @@ HEDGE_TARGET_AVX2 inline float max(__m256 v) noexcept {
 namespace hedge::kernels::avx512 {
 
 /// e^x per lane (accuracy and limits in the file comment).
-HEDGE_TARGET_AVX512 inline __m512 exp(__m512 x) noexcept {
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m512 exp(__m512 x) noexcept {
   using c = detail::exp_constants;
   // Below -110 e^x rounds to 0 and above 89 to inf; the clamp keeps r finite for
   // x = +-inf. max/min return their second operand when one is NaN: NaN stays NaN.
@@ -116,23 +122,35 @@ HEDGE_TARGET_AVX512 inline __m512 exp(__m512 x) noexcept {
   return _mm512_scalef_ps(mantissa, n);
 }
 
+/// Lanes 8..15 (AVX-512F only: vextractf32x8 would need AVX-512DQ).
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m256 upper_half(__m512 v) noexcept {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
 /// The sum of the 16 lanes.
-HEDGE_TARGET_AVX512 inline float sum(__m512 v) noexcept {
-  const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  return avx2::sum(half);
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE float sum(__m512 v) noexcept {
+  return avx2::sum(_mm256_add_ps(_mm512_castps512_ps256(v), upper_half(v)));
 }
 
 /// The largest of the 16 lanes (no NaN lanes).
-HEDGE_TARGET_AVX512 inline float max(__m512 v) noexcept {
-  const __m256 half = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  return avx2::max(half);
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE float max(__m512 v) noexcept {
+  return avx2::max(_mm256_max_ps(_mm512_castps512_ps256(v), upper_half(v)));
 }
 
 /// The mask of the first `count` lanes, count <= 16.
-HEDGE_TARGET_AVX512 inline __mmask16 first_lanes(std::size_t count) noexcept {
+HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __mmask16 first_lanes(std::size_t count) noexcept {
   return __mmask16((1u << count) - 1u);
 }
 
 }  // namespace hedge::kernels::avx512
 
+#endif
+
+#if HEDGE_SIMD_NEON && HEDGE_HAS_XSIMD
+namespace hedge::kernels::neon {
+
+/// The float vector of the NEON overloads: 4 lanes of AArch64 Advanced SIMD.
+using floats = xsimd::batch<float, xsimd::neon64>;
+
+}  // namespace hedge::kernels::neon
 #endif

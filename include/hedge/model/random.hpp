@@ -1,6 +1,8 @@
-// hedge/verify/random.hpp: a small seeded random generator with the same output on every
+// hedge/model/random.hpp: a small seeded random generator with the same output on every
 // platform and standard library (std:: distributions differ between libstdc++ versions,
-// so tests and tools that must reproduce numbers use this instead).
+// so tests and tools that must reproduce numbers use this instead), and sampling an index
+// from a weight vector: the sampler draws tokens with them, the speculative verifier
+// (verify/speculative.hpp) its accept/reject decisions and replacement tokens.
 //
 // SplitMix64 (Steele, Lea, Flood 2014, "Fast splittable pseudorandom number generators"),
 // the generator Java's SplittableRandom and xoshiro's seeding use.
@@ -11,7 +13,7 @@
 #include <span>
 #include <utility>
 
-namespace hedge::verify {
+namespace hedge::model {
 
 class seeded_random {
  public:
@@ -40,4 +42,19 @@ class seeded_random {
   std::uint64_t state_;
 };
 
-}  // namespace hedge::verify
+/// Index sampled from an (unnormalised, non-negative) weight vector with uniform u in [0, 1).
+inline std::int32_t sample_index(std::span<const float> weights, double u) noexcept {
+  double total = 0.0;
+  for (float w : weights) total += w;
+  double target = u * total, running = 0.0;
+  std::size_t last_positive = 0;
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    if (weights[k] <= 0.0f) continue;
+    last_positive = k;
+    running += weights[k];
+    if (target < running) return static_cast<std::int32_t>(k);
+  }
+  return static_cast<std::int32_t>(last_positive);  // rounding at the top end
+}
+
+}  // namespace hedge::model

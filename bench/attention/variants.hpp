@@ -1,0 +1,18 @@
+// The arch variants the attention benchmarks run: every tag this build compiles
+// (arch::compiled) that this CPU supports, then `best`, the entry points' default,
+// which runs one of them through the run-time dispatch (core/dispatch.hpp).
+#pragma once
+
+#include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
+
+namespace hedge::bench::attention {
+
+/// Calls f(tag) for each supported tag of arch::compiled, best first, then f(arch::best{}).
+template <class F>
+void for_each_variant(F&& f) {
+  [&]<class... Tags>(arch::tag_list<Tags...>) { ((Tags::supported() ? f(Tags{}) : void()), ...); }(arch::compiled{});
+  f(arch::best{});
+}
+
+}  // namespace hedge::bench::attention
