@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const hedge::route::pii_detector detector;
   const auto n = detector.find(text, found);
   if (detector.find_reference(text, expected) != n) std::abort();
-  // The scalar pre-scan and `first` must agree with the native path too.
+  // The scalar pre-scan and `first` must agree with the dispatched one (arch::best) too.
   std::array<hedge::route::pii_match, 64> scalar{};
   if (detector.find(text, scalar, hedge::arch::scalar{}) != n) std::abort();
   const auto head = detector.first(text);

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "common/cycles.hpp"
+#include "hedge/model/random.hpp"
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/complexity_model.hpp"
 #include "hedge/route/complexity_policy.hpp"
 #include "hedge/route/context_fit_policy.hpp"
@@ -31,8 +33,6 @@
 #include "hedge/route/pii_detector.hpp"
 #include "hedge/route/privacy_policy.hpp"
 #include "hedge/route/router.hpp"
-#include "hedge/route/training.hpp"
-#include "hedge/verify/random.hpp"
 
 namespace {
 
@@ -42,7 +42,7 @@ using model_t = complexity_model<>;
 const model_t& bench_model() {
   static const auto model = [] {
     auto m = std::make_unique<model_t>();
-    hedge::verify::seeded_random rng{42};
+    hedge::model::seeded_random rng{42};
     for (auto& group : m->hashed)
       for (auto& w : group) w = static_cast<model_t::hashed_weight>(rng.below(2 * 32767 + 1)) - 32767;
     m->scale = {3e-6f, 3e-6f};
@@ -72,13 +72,13 @@ std::string prompt_of(std::size_t bytes) {
 const std::vector<std::string>& mmlu_texts() {
   static const auto texts = [] {
     std::vector<std::string> prompts;
-    if (const auto files = csv_files_in(HEDGE_SHARED_DIR "/routing/mmlu"))
+    if (const auto files = hedge::os::csv_files_in(HEDGE_SHARED_DIR "/routing/mmlu"))
       for (const auto& file : *files) {
-        const auto rows = load_labelled_csv(file);
+        const auto rows = hedge::os::load_labelled_csv(file);
         if (!rows) continue;
         for (const auto& row : *rows) prompts.push_back(row.prompt);
       }
-    hedge::verify::seeded_random rng{7};
+    hedge::model::seeded_random rng{7};
     rng.shuffle(std::span<std::string>(prompts));
     std::vector<std::string> out;
     std::string current;

@@ -1,6 +1,7 @@
-# The firmware.cortex_m7 test: cross-compiles examples/firmware for a Cortex-M7, proves
-# with nm that the image links no heap and no exception runtime, prints its section
-# sizes, and runs it on QEMU's mps2-an500 board, checking its PASS line and exit code.
+# The firmware.cortex_m7 test: cross-compiles examples/firmware for a Cortex-M7 (the image
+# and portable_headers.cpp, every portable header), proves with nm that the image links
+# no heap and no exception runtime, prints its section sizes, and runs it on QEMU's
+# mps2-an500 board, checking its PASS line and exit code.
 #   cmake -DHEDGE_ROOT=<src> -DBINARY=<dir> [-DQEMU=<qemu-system-arm>] -P check.cmake
 # Without QEMU (qemu-system-arm not installed) the image is built and scanned but not
 # run, and the test reports itself skipped.
@@ -16,7 +17,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${HEDGE_ROOT}/examples/firmware -B $
                         -DCMAKE_TOOLCHAIN_FILE=${HEDGE_ROOT}/cmake/toolchains/arm-none-eabi.cmake
                 RESULT_VARIABLE rc)
 check_or_fail("${rc}" "configuring the Cortex-M7 firmware example failed")
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target hedge_firmware.elf heap_probe.elf
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target hedge_firmware.elf hedge_portable_headers heap_probe.elf
                 RESULT_VARIABLE rc)
 check_or_fail("${rc}" "the Cortex-M7 firmware example does not build")
 

@@ -53,6 +53,9 @@ void report(std::string_view what, double error, double bound) {
   (line{} << (passed ? "ok   " : "FAIL ") << what << ": error " << error << " (bound " << bound << ")").end();
 }
 
+/// The larger error, NaN sticking (std::fmax would drop a NaN and hide a broken result).
+double worse(double worst, double error) { return worst != worst || error <= worst ? worst : error; }
+
 void report_error(std::string_view what, const hedge::error& e) {
   all_passed = false;
   (line{} << "FAIL " << what << ": " << e.message()).end();
@@ -90,7 +93,7 @@ void run_rmsnorm() {
   double worst = 0.0;
   for (std::size_t i = 0; i < k; ++i) {
     const double expected = double(norm_weight[i]) * scale * double(input[i]);
-    worst = std::fmax(worst, std::fabs(double(normalized[i]) - expected) / (std::fabs(expected) + 1e-30));
+    worst = worse(worst, std::fabs(double(normalized[i]) - expected) / (std::fabs(expected) + 1e-30));
   }
   report("rmsnorm, 256 values, vs double reference (relative)", worst, 1e-6);
 }
@@ -142,8 +145,8 @@ void run_gemv(std::string_view name, double quantization_bound) {
       exact += double(weight(r, i)) * double(normalized[i]);
       magnitude += std::fabs(double(weight(r, i)) * double(normalized[i]));
     }
-    kernel_error = std::fmax(kernel_error, std::fabs(double(c::out[r]) - same_inputs) / magnitude);
-    quantization_error = std::fmax(quantization_error, std::fabs(double(c::out[r]) - exact) / magnitude);
+    kernel_error = worse(kernel_error, std::fabs(double(c::out[r]) - same_inputs) / magnitude);
+    quantization_error = worse(quantization_error, std::fabs(double(c::out[r]) - exact) / magnitude);
   }
   (line{} << "     gemv " << name << ": " << rows << " x " << k << ", y[0] = " << double(c::out[0])).end();
   report("  vs dequantized weights x Q8_0 activation (relative to sum |w x|)", kernel_error, 1e-5);
@@ -203,14 +206,14 @@ void run_attention() {
       for (std::size_t i = 0; i < dim; ++i)
         dot += double(query[h * dim + i]) * f16_rounded(key_value(pos, kv_head * dim + i));
       logits[pos] = dot * double(scale);
-      top = std::fmax(top, logits[pos]);
+      top = logits[pos] > top ? logits[pos] : top;
     }
     for (double& l : logits) total += (l = std::exp(l - top));
     for (std::size_t i = 0; i < dim; ++i) {
       double expected = 0.0;
       for (std::size_t pos = 0; pos < positions; ++pos)
         expected += logits[pos] / total * f16_rounded(value_value(pos, kv_head * dim + i));
-      worst = std::fmax(worst, std::fabs(double(attended[h * dim + i]) - expected));
+      worst = worse(worst, std::fabs(double(attended[h * dim + i]) - expected));
     }
   }
   (line{} << "     kv cache: f16, " << kv.total_pages() << " pages of " << kv.layout().page_tokens << " tokens, "

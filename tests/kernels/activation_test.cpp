@@ -84,4 +84,19 @@ TYPED_TEST(Activation, AllocatesNothing) {
   EXPECT_EQ(scope.count(), 0u);
 }
 
+TEST(ActivationDispatch, BestAndDerivedTagsMatchTheirVariant) {
+  auto x = activation_inputs(1001, 7);
+  auto up = test::random_floats(1001, 1.0f, 8);
+  test::expect_dispatch_matches_variants([&]<class A>(A) {
+    test::unaligned_floats silu(1001), gelu(1001), swiglu(1001);
+    kernels::silu<A>(x.cview(), silu.view());
+    kernels::gelu<A>(x.cview(), gelu.view());
+    kernels::silu_mul<A>(x.cview(), up.cview(), swiglu.view());
+    std::vector<float> all(silu.data(), silu.data() + 1001);
+    all.insert(all.end(), gelu.data(), gelu.data() + 1001);
+    all.insert(all.end(), swiglu.data(), swiglu.data() + 1001);
+    return all;
+  });
+}
+
 }  // namespace

@@ -42,4 +42,19 @@ TYPED_TEST(Elementwise, InPlaceResidualAdd) {
   for (std::size_t i = 0; i < 1001; ++i) ASSERT_EQ(x[i], expected[i]) << i;
 }
 
+TEST(ElementwiseDispatch, BestAndDerivedTagsMatchTheirVariant) {
+  auto a = test::random_floats(1001, 1.0f, 3);
+  auto b = test::random_floats(1001, 1.0f, 4);
+  test::expect_dispatch_matches_variants([&]<class A>(A) {
+    test::unaligned_floats sum(1001), product(1001), scaled(1001);
+    kernels::add<A>(a.cview(), b.cview(), sum.view());
+    kernels::mul<A>(a.cview(), b.cview(), product.view());
+    kernels::scale<A>(a.cview(), 0.3f, scaled.view());
+    std::vector<float> all(sum.data(), sum.data() + 1001);
+    all.insert(all.end(), product.data(), product.data() + 1001);
+    all.insert(all.end(), scaled.data(), scaled.data() + 1001);
+    return all;
+  });
+}
+
 }  // namespace

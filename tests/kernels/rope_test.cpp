@@ -110,4 +110,21 @@ TEST(RopeTable, RejectsBadShapes) {
             errc::invalid_argument);
 }
 
+TEST(RopeDispatch, BestAndDerivedTagsMatchTheirVariant) {
+  constexpr std::size_t heads = 4, d = 80;
+  auto original = test::random_floats(heads * d, 1.0f, 17);
+  test::expect_dispatch_matches_variants([&]<class A>(A) {
+    std::vector<float> all;
+    for (rope_layout layout : {rope_layout::adjacent_pairs, rope_layout::neox_halves}) {
+      std::vector<float> x(original.size());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = original[i];
+      test::unaligned_floats cos(d), sin(d);
+      EXPECT_TRUE(kernels::rope_table(layout, 777, 10000.0f, cos.view(), sin.view()).ok());
+      kernels::rope<A>(layout, matrix_view<float>(x.data(), heads, d), cos.cview(), sin.cview());
+      all.insert(all.end(), x.begin(), x.end());
+    }
+    return all;
+  });
+}
+
 }  // namespace

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "hedge/model/random.hpp"
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/evaluation.hpp"
 #include "hedge/route/metrics.hpp"
-#include "hedge/verify/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
@@ -19,7 +20,7 @@ using namespace hedge::route;
 
 TEST(Calibration, QuantileRuleHitsTheTargetFraction) {
   std::vector<double> scores;
-  hedge::verify::seeded_random rng{3};
+  hedge::model::seeded_random rng{3};
   for (int k = 0; k < 1000; ++k) scores.push_back(rng.uniform());
   const std::vector<double> original = scores;
   for (double target : {0.0, 0.1, 0.25, 0.5, 0.9, 1.0}) {
@@ -61,7 +62,7 @@ TEST(Metrics, HandComputedCurve) {
 
 TEST(Metrics, RandomRouterAveragesHalfAndAllocatesNothing) {
   std::vector<scored_outcome> rows(2000);
-  hedge::verify::seeded_random rng{11};
+  hedge::model::seeded_random rng{11};
   for (auto& r : rows) r.weak = rng.uniform() < 0.6 ? 1.0f : 0.0f, r.strong = rng.uniform() < 0.8 ? 1.0f : 0.0f;
   double sum = 0.0;
   hedge::test::alloc_scope scope;
@@ -102,12 +103,12 @@ TEST(LeaveDomainOut, MmluSubsetBeatsRandom) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path{hedge::test::shared_dir()} / "routing" / "mmlu";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "routing data not available: needs " << dir.string();
-  const auto listed = csv_files_in(dir.string());
+  const auto listed = hedge::os::csv_files_in(dir.string());
   ASSERT_TRUE(listed.ok()) << listed.error().c_str();
   const auto& files = *listed;
   std::vector<labelled_domain> domains;
   for (std::size_t k = 0; k < files.size(); k += 2) {
-    auto rows = load_labelled_csv(files[k]);
+    auto rows = hedge::os::load_labelled_csv(files[k]);
     ASSERT_TRUE(rows.ok()) << rows.error().c_str();
     domains.push_back({fs::path(files[k]).stem().string(), std::move(*rows), {}});
     compute_features<4096>(domains.back());

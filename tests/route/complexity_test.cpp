@@ -12,20 +12,30 @@
 #include <string>
 #include <vector>
 
+#include "hedge/model/random.hpp"
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/training.hpp"
-#include "hedge/verify/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
 
 using namespace hedge::route;
 
+#if HEDGE_SIMD_X86
+/// The feature pass checked against the scalar one: AVX2, compiled in every x86 build (a
+/// baseline -march=x86-64 one too) and run where the CPU has it.
+using simd_arch = hedge::arch::avx2;
+#else
+using simd_arch = hedge::arch::native;
+#endif
+
 /// Every bucket reported, in order per group (the order the model sums in), plus the
-/// summary, for one instruction set.
+/// summary, for one instruction set (the scalar one where the CPU lacks Arch).
 template <class Arch, std::size_t Buckets>
 std::array<std::vector<std::uint32_t>, hashed_group_count> trace_features(std::string_view text,
                                                                           feature_summary& summary,
                                                                           const feature_hash_keys& keys = {}) {
+  if (!Arch::supported()) return trace_features<hedge::arch::scalar, Buckets>(text, summary, keys);
   std::array<std::vector<std::uint32_t>, hashed_group_count> trace;
   summary = complexity_features<Buckets>::extract(
       text, [&](hashed_group g, std::uint32_t b) noexcept { trace[static_cast<std::size_t>(g)].push_back(b); }, keys,
@@ -37,7 +47,7 @@ template <std::size_t Buckets>
 void expect_same_features(std::string_view text, const feature_hash_keys& keys = {}) {
   feature_summary scalar{}, native{};
   const auto expected = trace_features<hedge::arch::scalar, Buckets>(text, scalar, keys);
-  const auto got = trace_features<hedge::arch::native, Buckets>(text, native, keys);
+  const auto got = trace_features<simd_arch, Buckets>(text, native, keys);
   ASSERT_EQ(got, expected) << text;
   EXPECT_EQ(native.occurrences, scalar.occurrences) << text;
   EXPECT_EQ(native.dense, scalar.dense) << text;  // bit-identical floats
@@ -50,7 +60,7 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
                                                 "/", "=", "^", "<", ">", "%", "|", "{", "}", ";", "_", "`", "[",
                                                 "]", "\\", "$", "\t", "@", "\x7f", "\x80", "\xc3\xa9", "\xff", "\x01",
                                                 "word ", "Word, ", "x^2 ", "\\frac{1}{2}"};
-  hedge::verify::seeded_random rng{5};
+  hedge::model::seeded_random rng{5};
   auto model = std::make_unique<complexity_model<256>>();
   for (auto& group : model->hashed)
     for (auto& w : group) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
@@ -65,7 +75,11 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
     expect_same_features<4>(text, keys);
     // Bit-identical scores (integer sums of the hashed weights).
     model->hash_seed = static_cast<std::uint64_t>(k % 3);
-    EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{})) << text;
+    const float expected = model->logit(text, hedge::arch::scalar{});
+    EXPECT_EQ(model->logit(text), expected) << text;
+    if (simd_arch::supported()) {
+      EXPECT_EQ(model->logit(text, simd_arch{}), expected) << text;
+    }
   }
   for (int b = 0; b < 256; ++b) expect_same_features<256>(std::string(70, static_cast<char>(b)));
   expect_same_features<16384>(std::string(1000, ' ') + "end");
@@ -75,7 +89,7 @@ TEST(ComplexityFeatures, VectorPassEqualsScalarPass) {
 // another word, after one or at the text's start: words inside a unit, carried into the
 // next one (also over a whole unit), ending at the unit's last byte, and in the scalar tail.
 TEST(ComplexityFeatures, WordsOfEveryLengthAtEveryOffset) {
-  hedge::verify::seeded_random rng{17};
+  hedge::model::seeded_random rng{17};
   static constexpr char word_bytes[] = "abcXYZ0189\x80\xc3\xe9\xff";
   std::vector<std::size_t> lengths;
   for (std::size_t length = 1; length <= 140; ++length) lengths.push_back(length);
@@ -124,7 +138,7 @@ TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
   };
   feature_summary summary{};
   for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>("Photosynthesis is", summary),
-                            trace_features<hedge::arch::native, 4096>("Photosynthesis is", summary)}) {
+                            trace_features<simd_arch, 4096>("Photosynthesis is", summary)}) {
     EXPECT_EQ(trace[0], expected_words);
     EXPECT_EQ(trace[1], grams("Photosynthesis is"));
     EXPECT_EQ(summary.occurrences[1], 7u);
@@ -133,7 +147,7 @@ TEST(ComplexityFeatures, HashesFollowTheDocumentedDefinition) {
   const std::string_view long_text =
       "Which of the following is TRUE of x^2 + 1 = 0?\tAnswer: (B), in 12 steps; see {3}. Then SHOW it fast!";
   for (const auto& trace : {trace_features<hedge::arch::scalar, 4096>(long_text, summary),
-                            trace_features<hedge::arch::native, 4096>(long_text, summary)}) {
+                            trace_features<simd_arch, 4096>(long_text, summary)}) {
     EXPECT_EQ(trace[1], grams(long_text));
     EXPECT_EQ(summary.occurrences[1], long_text.size() / 2 - 1);
   }
@@ -151,8 +165,8 @@ TEST(ComplexityFeatures, HashSeedsDrawOtherBuckets) {
   }
   const std::string text = "Which of the following statements about photosynthesis is correct? A. It releases CO2.";
   feature_summary a{}, b{};
-  const auto seed0 = trace_features<hedge::arch::native, 4096>(text, a);
-  const auto seed1 = trace_features<hedge::arch::native, 4096>(text, b, feature_hash_keys::of_seed(1));
+  const auto seed0 = trace_features<simd_arch, 4096>(text, a);
+  const auto seed1 = trace_features<simd_arch, 4096>(text, b, feature_hash_keys::of_seed(1));
   for (std::size_t g = 0; g < hashed_group_count; ++g) {
     EXPECT_EQ(seed0[g].size(), seed1[g].size());
     EXPECT_NE(seed0[g], seed1[g]);
@@ -168,13 +182,16 @@ TEST(ComplexityFeatures, HashSeedsDrawOtherBuckets) {
 // Above 2^20 bytes the vector char sums are flushed every 65536 batches (2^20 bytes): same
 // score. Every char weight is the largest, so a lane that missed its flush would wrap.
 TEST(ComplexityFeatures, LongPromptScoresLikeTheScalarPass) {
-  hedge::verify::seeded_random rng{9};
+  hedge::model::seeded_random rng{9};
   auto model = std::make_unique<complexity_model<256>>();
   for (auto& w : model->hashed[0]) w = static_cast<std::int16_t>(static_cast<int>(rng.below(65535)) - 32767);
   model->hashed[1].fill(complexity_model<256>::max_hashed_weight);
   std::string text;
   while (text.size() < (std::size_t{1} << 21) + 100000) text += "Solve x^2 = 4? Then Explain, in 3 steps. ";
   EXPECT_EQ(model->logit(text), model->logit(text, hedge::arch::scalar{}));
+  if (simd_arch::supported()) {
+    EXPECT_EQ(model->logit(text, simd_arch{}), model->logit(text, hedge::arch::scalar{}));
+  }
 }
 
 // The dense features' inline log(1 + n) against libm's double log1p: the float nearest the
@@ -230,8 +247,8 @@ TEST(ComplexityModel, WeightsFileRoundTrip) {
   model->hashed[1][255] = 32767;
   model->hash_seed = 0xfedcba9876543210u;
   const std::string path = ::testing::TempDir() + "hedge_weights_roundtrip.txt";
-  ASSERT_TRUE(write_complexity_weights(*model, path, "test").ok());
-  auto text = read_text_file(path);
+  ASSERT_TRUE(hedge::os::write_complexity_weights(*model, path, "test").ok());
+  auto text = hedge::os::read_text_file(path);
   ASSERT_TRUE(text.ok());
   auto loaded = std::make_unique<complexity_model<256>>();
   ASSERT_TRUE(parse_complexity_weights(*text, *loaded).ok());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/training.hpp"
 
 namespace {
@@ -80,13 +81,13 @@ TEST(CsvFiles, ListsTheCsvFilesOfADirectorySorted) {
   fs::remove_all(dir);
   fs::create_directories(dir / "nested.csv");
   for (const char* name : {"b.csv", "a.csv", "notes.txt", "c.CSV"}) std::ofstream(dir / name) << "prompt,weak,strong\n";
-  const auto files = csv_files_in(dir.string());
+  const auto files = hedge::os::csv_files_in(dir.string());
   ASSERT_TRUE(files.ok()) << files.error().c_str();
   const std::vector<std::string> expected{(dir / "a.csv").string(), (dir / "b.csv").string()};
   EXPECT_EQ(*files, expected);
   fs::remove_all(dir);
 
-  const auto missing = csv_files_in(dir.string());
+  const auto missing = hedge::os::csv_files_in(dir.string());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code(), hedge::errc::io_error);
   EXPECT_NE(std::string(missing.error().c_str()).find(dir.string()), std::string::npos);

@@ -9,14 +9,29 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
-#include "hedge/verify/random.hpp"
+#include "hedge/model/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
 
 using namespace hedge::route;
+
+#if HEDGE_SIMD_X86
+/// The pre-scan variant checked against the scalar one: AVX2, compiled in every x86 build
+/// (a baseline -march=x86-64 one too) and run where the CPU has it.
+using simd_arch = hedge::arch::avx2;
+using simd_prescan = hedge::route::avx2::pii_prescan;
+#define SKIP_WITHOUT_SIMD() \
+  if (!simd_arch::supported()) GTEST_SKIP() << "this CPU has no AVX2"
+#else
+using simd_arch = hedge::arch::native;
+using simd_prescan = detail::pii_prescan;
+#define SKIP_WITHOUT_SIMD() static_cast<void>(0)
+#endif
 
 pii_entity first_entity(std::string_view text) {
   const auto m = pii_detector{}.first(text);
@@ -159,11 +174,12 @@ void expect_same_matches(std::string_view text) {
     }
   };
   check(hedge::arch::scalar{});
-  check(hedge::arch::native{});
+  if (simd_arch::supported()) check(simd_arch{});
+  check(hedge::arch::best{});
 }
 
 /// Text from an alphabet weighted towards what the matchers and the pre-scan care about.
-std::string random_text(hedge::verify::seeded_random& rng, std::size_t size) {
+std::string random_text(hedge::model::seeded_random& rng, std::size_t size) {
   static constexpr std::string_view pieces[] = {
       "a", "e", "b", "d", "B", "D", "x", "F", "DE", "GB", " ", " ", "\n", ",", ".", "?", "'", "\"", "-", ":", "::",
       "@", "+", "(", ")", "/", "_", "0", "1", "4", "9", "12", "255", "born ", "DOB ", "birth", "March ", "1985",
@@ -187,7 +203,7 @@ TEST(PiiPreScan, MatchesReferenceOnCorpus) {
 }
 
 TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
-  hedge::verify::seeded_random rng{7};
+  hedge::model::seeded_random rng{7};
   for (int k = 0; k < 3000; ++k) expect_same_matches(random_text(rng, rng.below(200)));
   // Corpus snippets inside long plain text at every alignment, with random bytes changed.
   const auto texts = corpus_texts();
@@ -204,8 +220,9 @@ TEST(PiiPreScan, MatchesReferenceOnRandomAndMutatedText) {
 // name, at offsets inside a 32-byte block and across its boundaries, the scan starting at
 // the text's start and at the byte itself: the nibble tables give the scalar stops.
 TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
+  SKIP_WITHOUT_SIMD();
   constexpr std::string_view named = "@0 9(+:-aAfFgGzZbBdDiIoOrR_x.";
-  hedge::verify::seeded_random rng{5};
+  hedge::model::seeded_random rng{5};
   for (std::size_t place = 0; place < 4; ++place) {
     for (int b = 0; b < 256; ++b) {
       for (int draw = 0; draw < 40; ++draw) {
@@ -219,7 +236,7 @@ TEST(PiiPreScan, AvxStopsEqualScalarStopsForEveryByte) {
           for (std::size_t k = 0; k < 4; ++k)
             if (at + k >= 1 && at + k - 1 < s.size()) s[at + k - 1] = window[k];
           for (const std::size_t from : {std::size_t{0}, at}) {
-            ASSERT_EQ(detail::next_pii_stop(s, from, s.size(), hedge::arch::native{}),
+            ASSERT_EQ(detail::next_pii_stop(s, from, s.size(), simd_arch{}),
                       detail::next_pii_stop(s, from, s.size(), hedge::arch::scalar{}))
                 << "byte " << b << " in place " << place << " at " << at << " from " << from << ": " << s;
           }
@@ -286,7 +303,8 @@ TEST(PiiPreScan, EachDigitRuleLetsItsFormatsStart) {
 // block boundaries and the 64-byte window the vector pass looks at, from every start. Each
 // text sits in a heap block of its exact size, so the sanitizer build sees any read past it.
 TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
-  hedge::verify::seeded_random rng{13};
+  SKIP_WITHOUT_SIMD();
+  hedge::model::seeded_random rng{13};
   constexpr std::string_view pieces[] = {"0", "7", "9", "12", "255", "1985", "0000000000", "4111111111", "1",
                                          "a", "F", "x", "G", " ", " ", ":", "-", ".", "/", "(", ",", "\n", "q", "- ", " ("};
   for (int k = 0; k < 2000; ++k) {
@@ -297,7 +315,7 @@ TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
     std::copy(text.begin(), text.end(), exact.get());
     const std::string_view s{exact.get(), text.size()};
     for (std::size_t i = 0; i <= s.size(); ++i)
-      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), hedge::arch::native{}),
+      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), simd_arch{}),
                 detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{}))
           << text << " from " << i;
   }
@@ -307,27 +325,42 @@ TEST(PiiPreScan, AvxDigitRunStopsEqualScalarStops) {
 // for the stop after each stop (as the scan resumes) and from every position in turn, gives
 // the scalar stops; so does a fresh cursor asked once.
 TEST(PiiPreScan, CursorResumingAfterEachStopEqualsScalarStops) {
-  hedge::verify::seeded_random rng{17};
+  SKIP_WITHOUT_SIMD();
+  hedge::model::seeded_random rng{17};
   for (int k = 0; k < 500; ++k) {
     const std::string s = random_text(rng, rng.below(200));
-    detail::pii_prescan<hedge::arch::native> chained{s};
+    simd_prescan chained{s};
     for (std::size_t i = 0; i < s.size();) {
       const std::size_t stop = chained.next(i);
       ASSERT_EQ(stop, detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{})) << s << " from " << i;
       i = stop + 1 + rng.below(3);
     }
-    detail::pii_prescan<hedge::arch::native> stepping{s};
+    simd_prescan stepping{s};
     for (std::size_t i = 0; i <= s.size(); ++i)
       ASSERT_EQ(stepping.next(i), detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{})) << s << " from " << i;
   }
 }
 
+// A baseline -march=x86-64 build contains the AVX2 pre-scan and `best` picks it on an AVX2
+// CPU (once per call; core/dispatch.hpp).
+TEST(PiiPreScan, BestRunsTheAvx2PreScanOnAnAvx2Cpu) {
+  SKIP_WITHOUT_SIMD();
+  const bool avx2_cursor = hedge::arch::visit<hedge::arch::best>([](auto tag) {
+    return std::is_same_v<decltype(detail::make_pii_prescan(std::string_view{}, tag)), simd_prescan>;
+  });
+  EXPECT_TRUE(avx2_cursor) << "best is " << hedge::arch::best_name();
+#if HEDGE_SIMD_X86 && !defined(__AVX2__)
+  ::testing::Test::RecordProperty("baseline_build_runs", std::string{hedge::arch::best_name()});
+#endif
+}
+
 TEST(PiiPreScan, AvxStopsEqualScalarStops) {
-  hedge::verify::seeded_random rng{11};
+  SKIP_WITHOUT_SIMD();
+  hedge::model::seeded_random rng{11};
   for (int k = 0; k < 500; ++k) {
     const std::string s = random_text(rng, rng.below(150));
     for (std::size_t i = 0; i <= s.size(); ++i)
-      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), hedge::arch::native{}),
+      ASSERT_EQ(detail::next_pii_stop(s, i, s.size(), simd_arch{}),
                 detail::next_pii_stop(s, i, s.size(), hedge::arch::scalar{}))
           << s << " from " << i;
   }

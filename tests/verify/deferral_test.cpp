@@ -9,13 +9,14 @@
 
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/training.hpp"
-#include "hedge/verify/random.hpp"
+#include "hedge/model/random.hpp"
 #include "hedge/verify/signals.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
 
 using namespace hedge::verify;
+using hedge::model::seeded_random;
 
 static_assert(Verifier<logistic_verifier>);
 

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <vector>
 
-#include "hedge/verify/random.hpp"
+#include "hedge/model/random.hpp"
 #include "support/alloc_counter.hpp"
 
 namespace {
 
 using namespace hedge::verify;
+using hedge::model::seeded_random;
+using hedge::model::sample_index;
 constexpr std::size_t vocab = 5;
 using dist = std::array<float, vocab>;
 

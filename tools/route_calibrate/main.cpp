@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/metrics.hpp"
 #include "hedge/route/training.hpp"
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   if (fraction > 1.0 || quality > 1.0) return usage("targets are fractions in [0, 1]");
 
   auto model = std::make_unique<complexity_model<>>();
-  auto text = read_text_file(weights);
+  auto text = hedge::os::read_text_file(weights);
   if (!text) return fail(text.error());
   if (auto parsed = parse_complexity_weights(*text, *model); !parsed) return fail(parsed.error());
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   std::vector<scored_outcome> labelled;
   for (const auto& file : files) {
     if (quality >= 0.0) {
-      auto rows = load_labelled_csv(file);
+      auto rows = hedge::os::load_labelled_csv(file);
       if (!rows) return fail(rows.error());
       for (const auto& r : *rows) {
         const double s = model->logit(r.prompt);
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
         labelled.push_back({s, r.weak, r.strong});
       }
     } else {
-      auto prompts = load_prompt_log(file);
+      auto prompts = hedge::os::load_prompt_log(file);
       if (!prompts) return fail(prompts.error());
       for (const auto& p : *prompts) scores.push_back(model->logit(p));
     }

@@ -22,6 +22,7 @@
 #include <system_error>
 #include <vector>
 
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/evaluation.hpp"
 
 namespace {
@@ -38,7 +39,7 @@ int usage(const char* message) {
 }
 
 hedge::result<labelled_domain> load_domain(const std::string& path) {
-  auto rows = load_labelled_csv(path);
+  auto rows = hedge::os::load_labelled_csv(path);
   if (!rows) return rows.error();
   labelled_domain d;
   d.name = std::filesystem::path(path).stem().string();
@@ -199,7 +200,7 @@ int main(int argc, char** argv) {
     return true;
   };
   if (!dir.empty()) {
-    auto listed = csv_files_in(dir);
+    auto listed = hedge::os::csv_files_in(dir);
     if (!listed) return std::fprintf(stderr, "hedge-route-eval: %s\n", listed.error().c_str()), 1;
     auto& files = *listed;
     if (limit != 0 && files.size() > limit) files.resize(limit);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hedge/os/csv_files.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/evaluation.hpp"
 
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   std::vector<labelled_domain> domains;
   std::size_t rows = 0;
   for (const auto& f : files) {
-    auto loaded = load_labelled_csv(f);
+    auto loaded = hedge::os::load_labelled_csv(f);
     if (!loaded) return std::fprintf(stderr, "hedge-route-train: %s\n", loaded.error().c_str()), 1;
     domains.push_back({f, std::move(*loaded), {}});
     compute_features<buckets>(domains.back(), hash_seed);
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   char comment[160];
   std::snprintf(comment, sizeof comment, "trained on %zu rows from %zu files; logit threshold for cloud fraction %.3f: %.6f",
                 rows, files.size(), opt.target_cloud_fraction, *threshold);
-  if (auto w = write_complexity_weights(*model, out, comment); !w)
+  if (auto w = hedge::os::write_complexity_weights(*model, out, comment); !w)
     return std::fprintf(stderr, "hedge-route-train: %s\n", w.error().c_str()), 1;
   std::printf("%s\nwrote %s\n", comment, out.c_str());
   // A threshold carried over from the training domains can miss the target by several
