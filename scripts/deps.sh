@@ -2,9 +2,12 @@
 # Installs the Debian packages hedge's build, tests and benchmarks need, when missing.
 # Non-interactive (CI has no stdin); uses sudo only when not already root.
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
+# clang-22 (bookworm-security) is the newest clang Debian 12 ships; scripts/matrix.sh
+# compiles with it beside clang-14 (the default clang) and g++ 12. qemu-system-arm runs
+# the Cortex-M firmware image (board mps2-an500); qemu-user runs the AArch64 tests.
+packages=(cmake ninja-build g++ clang clang-22 libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
           libbenchmark-dev nlohmann-json3-dev gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
-          g++-aarch64-linux-gnu qemu-user)
+          g++-aarch64-linux-gnu qemu-user qemu-system-arm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 // bench/kernels/ops_bench.hpp: shared registration of the elementwise kernel
-// benchmarks (ops_*.cpp): every arch variant, hot and cold cases, counters.
+// benchmarks (ops_*.cpp): every arch variant and arch::best, hot and cold
+// cases, counters.
 //
 // Bytes per call count the operand bytes the kernel reads (x, weight; a
 // rotated head once), not the bytes it writes: bw_fraction compares them with
@@ -16,30 +17,22 @@
 #include <cstddef>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "common/buffers.hpp"
 #include "common/report.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/core/view.hpp"
-#include "hedge/kernels/detail/ops_simd.hpp"
 
 namespace hedge::bench::ops {
 
-/// Calls fn(A{}) for each tag that has its own elementwise implementation in
-/// this build (kernels::detail::float_lanes<A> is A) and that this CPU runs.
+/// Calls fn(A{}) for each variant of arch::compiled this CPU runs, then for
+/// arch::best: what an entry point called without a tag runs, its dispatch included.
 template <class Fn>
 void for_each_variant(Fn&& fn) {
-  auto visit = [&fn]<class A>(A) {
-    if constexpr (std::is_same_v<kernels::detail::float_lanes<A>, A>) {
-      if (A::supported()) fn(A{});
-    }
-  };
-  visit(arch::scalar{});
-  visit(arch::avx2{});
-  visit(arch::avx512bw{});
-  visit(arch::neon{});
+  [&fn]<class... Tags>(arch::tag_list<Tags...>) { ((Tags::supported() ? fn(Tags{}) : void()), ...); }(arch::compiled{});
+  fn(arch::best{});
 }
 
 /// `count` operand matrices of rows x cols floats, contiguous in one buffer.

@@ -38,7 +38,7 @@ namespace detail {
 template <class... Tags>
 std::size_t first_supported(tag_list<Tags...>) noexcept {
   std::size_t index = 0;
-  ((Tags::supported() ? true : (++index, false)) || ...);
+  (void)((Tags::supported() ? true : (++index, false)) || ...);
   return index;
 }
 

@@ -54,6 +54,54 @@ constexpr std::string_view to_string(errc c) noexcept {
   return "unknown";
 }
 
+namespace detail {
+
+/// The longest text fixed3 writes: a sign, 19 digits, the point and 3 decimals.
+inline constexpr std::size_t fixed3_max = 24;
+
+/// Writes `value` as fixed-point with 3 decimals ("-12.345", "nan", "inf") into out and
+/// returns its length: enough for latencies, prices and scores in messages, without
+/// printf's or to_chars' float formatting (which pull in tables of tens of KB on a
+/// Cortex-M, and allocate in some libcs).
+constexpr std::size_t fixed3(double value, char (&out)[fixed3_max]) noexcept {
+  std::size_t n = 0;
+  auto put = [&](std::string_view s) {
+    for (char c : s) out[n++] = c;
+  };
+  if (value != value) {
+    put("nan");
+    return n;
+  }
+  if (value < 0) {
+    put("-");
+    value = -value;
+  }
+  if (value > 9.2e18) {
+    put("inf");
+    return n;
+  }
+  auto whole = static_cast<std::uint64_t>(value);
+  auto milli = static_cast<std::uint64_t>((value - static_cast<double>(whole)) * 1000.0 + 0.5);
+  if (milli == 1000) {
+    ++whole;
+    milli = 0;
+  }
+  char digits[20];
+  std::size_t count = 0;
+  do {
+    digits[count++] = static_cast<char>('0' + whole % 10);
+    whole /= 10;
+  } while (whole != 0);
+  while (count > 0) out[n++] = digits[--count];
+  out[n++] = '.';
+  out[n++] = static_cast<char>('0' + milli / 100);
+  out[n++] = static_cast<char>('0' + milli / 10 % 10);
+  out[n++] = static_cast<char>('0' + milli % 10);
+  return n;
+}
+
+}  // namespace detail
+
 /// An error code plus a human message of at most `max_message` bytes.
 /// Build messages with `<<`: `error{errc::out_of_range} << "token " << id << " >= vocab " << n`.
 /// Text beyond the buffer is cut, never allocated.
@@ -103,25 +151,10 @@ class error {
     return *this;
   }
 
-  /// Fixed-point with 3 decimals: enough for latencies, prices and scores in messages
-  /// without pulling printf's float formatting (which allocates in some libcs).
+  /// Fixed-point with 3 decimals (detail::fixed3).
   constexpr error& operator<<(double value) noexcept {
-    if (value != value) return *this << "nan";
-    if (value < 0) {
-      *this << '-';
-      value = -value;
-    }
-    if (value > 9.2e18) return *this << "inf";
-    auto whole = static_cast<std::uint64_t>(value);
-    auto milli = static_cast<std::uint64_t>((value - static_cast<double>(whole)) * 1000.0 + 0.5);
-    if (milli == 1000) {
-      ++whole;
-      milli = 0;
-    }
-    *this << whole << '.';
-    *this << static_cast<char>('0' + milli / 100) << static_cast<char>('0' + milli / 10 % 10)
-          << static_cast<char>('0' + milli % 10);
-    return *this;
+    char digits[detail::fixed3_max];
+    return *this << std::string_view{digits, detail::fixed3(value, digits)};
   }
   constexpr error& operator<<(float value) noexcept { return *this << static_cast<double>(value); }
 

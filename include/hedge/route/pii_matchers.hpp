@@ -263,7 +263,7 @@ struct pii_matchers {
     constexpr std::array<std::string_view, 12> months{"january", "february", "march",     "april",   "may",      "june",
                                                       "july",    "august",   "september", "october", "november", "december"};
     for (auto m : months)
-      if (word_is(t, i, n, m) || word_is(t, i, n, m.substr(0, 3)) || (m == "september" && word_is(t, i, n, "sept")))
+      if (word_is(t, i, n, m) || word_is(t, i, n, std::string_view(m.data(), 3)) || (m == "september" && word_is(t, i, n, "sept")))
         return true;
     return false;
   }
@@ -321,7 +321,7 @@ struct pii_matchers {
     while (true) {
       while (digit(at(t, p))) ++p, ++count;
       if (count > 19) break;
-      if (count >= 13 && ends_token(t, p) && luhn_valid(t.substr(i, p - i))) best = p - i;
+      if (count >= 13 && ends_token(t, p) && luhn_valid(std::string_view(t.data() + i, p - i))) best = p - i;
       const char s = at(t, p);
       if ((s == ' ' || s == '-') && digit(at(t, p + 1))) {
         ++p;
@@ -425,7 +425,7 @@ struct pii_matchers {
     if (n_ends > 0 && ends[n_ends - 1] - i >= 15) shape = ends[n_ends - 1] - i;
     while (n_ends > 0) {
       const std::size_t e = ends[--n_ends];
-      if (iban_valid(t.substr(i, e - i))) return e - i;
+      if (iban_valid(std::string_view(t.data() + i, e - i))) return e - i;
     }
     return 0;
   }

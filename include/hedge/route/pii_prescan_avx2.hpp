@@ -278,7 +278,7 @@ constexpr avx2::pii_prescan make_pii_prescan(std::string_view text, arch::avx2) 
 }
 HEDGE_TARGET_AVX2 inline std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end,
                                                    arch::avx2) noexcept {
-  return avx2::pii_prescan{t.substr(0, end)}.next(i);
+  return avx2::pii_prescan{std::string_view(t.data(), end < t.size() ? end : t.size())}.next(i);
 }
 }  // namespace detail
 

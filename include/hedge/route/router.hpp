@@ -17,7 +17,6 @@
 #pragma once
 
 #include <array>
-#include <charconv>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include <utility>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/core/result.hpp"
 #include "hedge/core/dispatch.hpp"
 #include "hedge/route/policy.hpp"
 #include "hedge/route/request.hpp"
@@ -151,10 +151,9 @@ struct text_sink {
       out[used++] = c;
     }
   }
-  void put(double v) noexcept {
-    char digits[32];
-    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, v, std::chars_format::fixed, 3);
-    if (ec == std::errc{}) put(std::string_view{digits, static_cast<std::size_t>(end - digits)});
+  constexpr void put(double v) noexcept {
+    char digits[hedge::detail::fixed3_max];
+    put(std::string_view{digits, hedge::detail::fixed3(v, digits)});
   }
   constexpr std::size_t finish() noexcept {
     if (!out.empty()) out[used] = '\0';

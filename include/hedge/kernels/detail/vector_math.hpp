@@ -58,11 +58,11 @@ namespace hedge::kernels::avx2 {
 /// e^x per lane (accuracy and limits in the file comment).
 HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256 exp(__m256 x) noexcept {
   using c = detail::exp_constants;
-  // max/min return their second operand when one is NaN: a NaN x stays NaN.
-  const __m256 clamped = _mm256_min_ps(_mm256_set1_ps(c::max_arg), _mm256_max_ps(_mm256_set1_ps(c::min_normal_arg), x));
-  const __m256 biased = _mm256_fmadd_ps(clamped, _mm256_set1_ps(c::log2e), _mm256_set1_ps(c::round_magic));
+  // No clamp: where x is out of range (+-inf included) n and r are garbage, and
+  // the masks at the end replace the result.
+  const __m256 biased = _mm256_fmadd_ps(x, _mm256_set1_ps(c::log2e), _mm256_set1_ps(c::round_magic));
   const __m256 n = _mm256_sub_ps(biased, _mm256_set1_ps(c::round_magic));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(c::ln2_hi), clamped);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(c::ln2_hi), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(c::ln2_lo), r);
   // P(r) by Estrin's scheme: three independent pairs, then r^2 twice.
   const __m256 r2 = _mm256_mul_ps(r, r);

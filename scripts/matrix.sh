@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The compile matrix: hedge's tests, benchmarks, examples and tools compiled with
+# -Wall -Wextra -Werror by every compiler and target a user has:
+#   g++ 12, clang++-14 and the newest clang++-N installed (Debian 12: clang-22 from
+#   bookworm-security) x -march= x86-64, x86-64-v3, x86-64-v4, znver4, sapphirerapids, native;
+#   aarch64 (g++ and each clang with --target=aarch64-linux-gnu) x armv8-a, armv8.2-a+dotprod;
+#   the arm-none-eabi firmware example (examples/firmware/check.cmake: built, linked, heap-free).
+# To fit CI's time budget each cell compiles objects only (no link: the aarch64 cells
+# have no aarch64 GoogleTest or Google Benchmark to link against) and each program
+# is one unity translation unit (CMAKE_UNITY_BUILD, batch size 0). The cells use the
+# Release flags (-O3 -DNDEBUG): -Wmaybe-uninitialized and the other flow-based
+# warnings need the optimiser, and -O3 is what a user's Release build runs.
+# Compilers that do not know -march=znver4 (g++ 12.2, clang 14) get what their
+# -march=native gives on a Zen 4: znver3 plus Zen 4's AVX-512 extensions.
+# Prints one line per cell (compiler, target, seconds, ok/FAIL/skip) and exits
+# non-zero when any cell fails. Logs: build/matrix/<cell>.log.
+# Usage: ./scripts/matrix.sh [regex]   (only the cells whose "compiler march" matches)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+filter="${1:-}"
+jobs="${HEDGE_MATRIX_JOBS:-$(nproc)}"
+root="build/matrix"
+mkdir -p "$root"
+
+newest_clang=$(compgen -c clang++- | grep -E '^clang\+\+-[0-9]+$' | sort -t- -k2 -n | tail -1 || true)
+x86_compilers=(g++)
+for c in clang++-14 "$newest_clang"; do
+  [ -n "$c" ] && ! [[ " ${x86_compilers[*]} " == *" $c "* ]] && x86_compilers+=("$c")
+done
+x86_marches=(x86-64 x86-64-v3 x86-64-v4 znver4 sapphirerapids native)
+arm_marches=(armv8-a armv8.2-a+dotprod)
+zen4_without_znver4="-march=znver3 -mavx512f -mavx512dq -mavx512ifma -mavx512cd -mavx512bw -mavx512vl
+  -mavx512bf16 -mavx512vbmi -mavx512vbmi2 -mavx512vnni -mavx512bitalg -mavx512vpopcntdq -mgfni -mvaes -mvpclmulqdq"
+
+version_of() {  # "g++-12", "clang++-22": the compiler as the summary names it
+  local major
+  major=$("$1" -dumpversion 2>/dev/null | cut -d. -f1) || true
+  case "$1" in
+    *clang*) echo "clang++-$("$1" --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)" ;;
+    aarch64-linux-gnu-g++) echo "aarch64-g++-$major" ;;
+    *) echo "g++-$major" ;;
+  esac
+}
+
+failed=0
+summary=()
+report() {  # compiler target seconds status
+  local line
+  line=$(printf 'matrix: %-14s %-20s %4ss %s' "$1" "$2" "$3" "$4")
+  echo "$line"
+  summary+=("$line")
+}
+
+# build_cell <name> <label-compiler> <label-target> <cmake args...>: configure, then compile every object.
+build_cell() {
+  local name="$1" compiler="$2" target="$3"; shift 3
+  local dir="$root/$name" log="$root/$name.log" start rc=0
+  start=$(date +%s)
+  {
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEDGE_WERROR=ON \
+      -DHEDGE_BUILD_TESTS=ON -DHEDGE_BUILD_BENCH=ON -DHEDGE_BUILD_EXAMPLES=ON -DHEDGE_INSTALL=OFF \
+      -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 "$@" &&
+    mapfile -t objects < <(ninja -C "$dir" -t targets all | sed -n 's/^\(.*\.o\): CXX_COMPILER.*/\1/p') &&
+    [ "${#objects[@]}" -gt 0 ] &&
+    ninja -C "$dir" -k 0 -j "$jobs" "${objects[@]}"
+  } >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    report "$compiler" "$target" "$(( $(date +%s) - start ))" ok
+  else
+    report "$compiler" "$target" "$(( $(date +%s) - start ))" "FAIL (log: $log)"
+    grep -E 'error:|FAILED:' "$log" | sed 's/^/    /' | sort -u | head -40
+    failed=1
+  fi
+}
+
+selected() { [ -z "$filter" ] || [[ "$1" =~ $filter ]]; }
+
+for cxx in "${x86_compilers[@]}"; do
+  label=$(version_of "$cxx")
+  for march in "${x86_marches[@]}"; do
+    selected "$label $march" || continue
+    flags="-march=$march"
+    target="$march"
+    if ! "$cxx" "-march=$march" -x c++ -c /dev/null -o /dev/null 2>/dev/null; then
+      if [ "$march" = znver4 ]; then
+        flags=$(echo $zen4_without_znver4)
+        target="znver4(znver3+avx512)"
+      else
+        report "$label" "$march" 0 "skip (-march=$march unknown)"
+        continue
+      fi
+    fi
+    build_cell "${label}-${march}" "$label" "$target" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$flags"
+  done
+done
+
+if command -v aarch64-linux-gnu-g++ >/dev/null; then
+  for cxx in aarch64-linux-gnu-g++ "${x86_compilers[@]:1}"; do
+    label=$(version_of "$cxx")
+    for march in "${arm_marches[@]}"; do
+      selected "$label $march" || continue
+      if [ "$cxx" = aarch64-linux-gnu-g++ ]; then
+        toolchain=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake)
+      else
+        toolchain=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu-clang.cmake -DCMAKE_CXX_COMPILER="$cxx")
+      fi
+      # Compiled against the host's (architecture-independent) GoogleTest, Google
+      # Benchmark and Eigen headers; nothing is linked.
+      build_cell "${label}-aarch64-${march}" "$label" "aarch64 $march" "${toolchain[@]}" \
+        -DCMAKE_CXX_FLAGS="-march=$march" \
+        -DGTest_DIR=/usr/lib/x86_64-linux-gnu/cmake/GTest \
+        -Dbenchmark_DIR=/usr/lib/x86_64-linux-gnu/cmake/benchmark \
+        -DEigen3_DIR=/usr/share/eigen3/cmake \
+        -DHEDGE_XSIMD_INCLUDE_DIR=/usr/include
+    done
+  done
+else
+  report aarch64-g++ "aarch64" 0 "skip (aarch64-linux-gnu-g++ missing: scripts/deps.sh installs it)"
+fi
+
+if selected "arm-none-eabi-g++ cortex-m7"; then
+  if command -v arm-none-eabi-g++ >/dev/null; then
+    start=$(date +%s)
+    log="$root/firmware.log"
+    label="arm-none-eabi-g++-$(arm-none-eabi-g++ -dumpversion | cut -d. -f1)"
+    if cmake -DHEDGE_ROOT="$PWD" -DBINARY="$PWD/$root/firmware" -P examples/firmware/check.cmake >"$log" 2>&1; then
+      report "$label" "cortex-m7" "$(( $(date +%s) - start ))" ok
+      grep -E 'text|data|bss' "$log" | sed 's/^/    /' || true
+    else
+      report "$label" "cortex-m7" "$(( $(date +%s) - start ))" "FAIL (log: $log)"
+      grep -E 'error:|Error' "$log" | sed 's/^/    /' | sort -u | head -40
+      failed=1
+    fi
+  else
+    report arm-none-eabi-g++ cortex-m7 0 "skip (arm-none-eabi-g++ missing: scripts/deps.sh installs it)"
+  fi
+fi
+
+echo "matrix summary:"
+printf '%s\n' "${summary[@]}"
+exit "$failed"
