@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   if (layers == 0 || context < 64) return std::fprintf(stderr, "usage: %s [layers>0] [context>=64]\n", argv[0]), 2;
 
   hedge::exec::thread_pool pool;
-  std::printf("hedge hybrid demo: arch %s, %zu threads\n\n", hedge::arch::native::name.data(), pool.concurrency());
+  std::printf("hedge hybrid demo: arch %s, %zu threads\n\n", hedge::arch::best_name().data(), pool.concurrency());
 
   // 1. The edge tier, measured on this machine.
   edge_stack edge(layers, context, pool);

@@ -30,7 +30,7 @@ int main() {
   hedge::error full{hedge::errc::capacity_exceeded};
   full << "sequence " << 3 << " is full at " << std::size_t{512} << " tokens";
   std::printf("arch=%s threads=%zu y[0]=%.4f y[255]=%.4f\nan error value: [%s] %s\n",
-              hedge::arch::native::name.data(), pool.concurrency(), static_cast<double>(y->data()[0]),
+              hedge::arch::best_name().data(), pool.concurrency(), static_cast<double>(y->data()[0]),
               static_cast<double>(y->data()[rows - 1]), hedge::to_string(full.code()).data(), full.c_str());
   return 0;
 }

@@ -459,7 +459,9 @@ class kv_cache {
 
   Storage storage_{};
   Shape shape_{};
-  kv_config config_{};
+  // All-zero until make() sets it, so a static cache (storage included) lands in .bss
+  // instead of being stored whole in a firmware image's flash as .data.
+  kv_config config_{.max_sequences = 0};
   kv_layout layout_{};
   std::size_t free_count_ = 0;
 };

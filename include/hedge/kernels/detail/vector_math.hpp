@@ -3,18 +3,19 @@
 // e^x, horizontal sum and maximum, and (AVX-512) the mask of a tail; and the
 // xsimd batch type of their NEON overloads, which take xsimd's exp.
 //
-// exp is Cephes' expf (S. Moshier), the algorithm of xsimd's and SLEEF's float exp:
+// exp is Cephes' expf (S. Moshier); xsimd's float exp has the same structure with
+// a polynomial of one degree less:
 //
 //   n = round(x log2 e),  r = x - n ln2   (ln2 split in two, Cody & Waite 1980,
 //                                          so r is exact to about 2^-32 relative)
 //   e^x = 2^n (1 + r + r^2 P(r)),  P of degree 5 on |r| <= ln2 / 2
 //
-// Accuracy, measured against e^x in double rounded to float over every float of
-// the normal range (tests/kernels/softmax_test.cpp, VectorExp): at most 1 ulp for
-// x in [-87.33, 88.72] (the range where e^x is a normal float), inputs below give
-// 0 (AVX2: std::exp gives subnormals < 1.2e-38 there) or e^x rounded to a
-// subnormal (AVX-512, vscalefps), above +inf; e^-inf = 0, e^NaN = NaN. The
-// softmax and the activations rely on these limits: a masked -inf logit gives 0,
+// Accuracy, measured against e^x in double rounded to float over every float in
+// [-104, 89] (tests/kernels/softmax_test.cpp, VectorExp, checks every 251st): at
+// most 1 ulp for x in [-87.336, 88.723], where e^x is a normal float; below, AVX2
+// gives 0 (std::exp gives subnormals < 1.2e-38 there) and AVX-512 the subnormal
+// within 1 ulp (vscalefps); above, +inf; e^-inf = 0, e^NaN = NaN. The softmax and
+// the activations rely on these limits: a masked -inf logit gives 0, and
 // silu(-100) = -100 / (1 + inf) = -0.
 #pragma once
 
