@@ -14,7 +14,7 @@
 // benchmark's cannot be met with this arithmetic (docs/attention.md, "Ceiling: the
 // `bw_fraction` this CPU allows").
 // `cycles_per_position`: the calling thread's user cycles per (position, KV head), which
-// unlike bytes/s does not move with the core clock (on a shared guest it does, by 30 %).
+// unlike bytes/s does not move with the core clock (on a shared guest it moves).
 #include <benchmark/benchmark.h>
 
 #include "hedge/compiler/attributes.hpp"  // HEDGE_SIMD_X86

@@ -11,7 +11,7 @@
 // prefetched into the cache during the call before it (a server has just received the
 // prompt; without that, fetching it from memory would add about 1,000 cycles per KB).
 // With 256 texts the predictor learns part of them (about 10 fewer misses per KB: the
-// figure is optimistic, kept as the one earlier sessions quoted); `BM_<part>Mmlu/1024/1`
+// figure is optimistic; `/4096` is the one to hold the target against); `BM_<part>Mmlu/1024/1`
 // repeats the first text.
 #include <benchmark/benchmark.h>
 

@@ -151,8 +151,8 @@ HEDGE_TARGET_AVX2 inline __m256 exp8(__m256 x) noexcept {
   // The polynomial by Estrin's scheme (three independent pairs, then r^2 twice) and
   // 2^n (1 + r + r^2 poly) as (r + r^2 poly) 2^n + 2^n: 5 dependent FMAs after r
   // instead of 9 operations. The decode softmax pass (32 of these per tile) is bound
-  // by the chain's latency, not by its operations: Horner's order cost ~1.2 more
-  // cycles per (position, KV head) on Zen 3 (f16, in cache).
+  // by the chain's latency, not by its operations, so the shorter chain is faster
+  // (docs/perf-journal.md, attention).
   const __m256 r2 = _mm256_mul_ps(r, r);
   const __m256 p10 = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 p32 = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
@@ -403,10 +403,9 @@ HEDGE_TARGET_AVX2 void group_partial(const kv::kv_sequence_view<Elem>& kv, std::
     const auto value = [&](std::size_t j) { return j < count ? current.values[j] : next.values[j - count]; };
     for (std::size_t i = 0; i < count; i += 2) {
       // Software prefetch of positions i + ahead and i + 1 + ahead (into the next
-      // tile past this one's end), K and V, into L1. Measured on Zen 3 with f16 KV
-      // from DRAM: ~1 KiB ahead per stream is best; 2-4 KiB or a whole tile ahead
-      // (16 KiB of K plus 16 KiB of V, into L2) is 6-11 % slower, no software
-      // prefetch ~25 % slower (the hardware prefetchers also stop at page-run ends).
+      // tile past this one's end), K and V, into L1. About 1 KiB ahead per stream is
+      // the best distance measured; farther, a whole tile, or none is slower (the
+      // hardware prefetchers also stop at page-run ends; docs/perf-journal.md, attention).
       // Past the last known position the pair's second prefetch repeats the first.
       if (const std::size_t j = i + ahead; j < known) {
         const std::size_t j1 = std::min(j + 1, known - 1);

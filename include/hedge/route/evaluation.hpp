@@ -39,7 +39,7 @@ enum class training_target : std::uint8_t {
 
 struct evaluation_options {
   /// The complexity scorer's fit: L2 3e-2, ten times the trainer's default, ranks unseen
-  /// domains better (leave-domain-out sweep in docs/routing.md).
+  /// domains better (leave-domain-out sweep in docs/perf-journal.md, routing).
   logistic_options fit{.l2 = 3e-2};
   training_target target = training_target::strong_better;
   double target_cloud_fraction = 0.5;  ///< calibration target

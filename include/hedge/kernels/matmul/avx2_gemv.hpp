@@ -40,8 +40,8 @@ namespace avx2 {
 
 /// Prefetches `lines` cache lines of block b of the row 4 rows below row r:
 /// the block the next tile will read at this step. The hardware prefetchers
-/// alone leave these kernels about a third slower on weights streamed from
-/// DRAM (measured: Q4_0 8.0 -> 11.0 GB/s on Zen 3). The address is formed as
+/// alone do not run far enough ahead of these kernels on weights streamed from
+/// DRAM (docs/perf-journal.md, matmul). The address is formed as
 /// an integer: past the last row it may point outside the matrix, which a
 /// prefetch never faults on.
 template <int lines = 1, class Block>

@@ -23,9 +23,9 @@
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
 // GEMV (M = 1) of Q4_0/Q8_0 runs 4 groups at once instead (G = 4,
-// group_tile<1, 4>): 4 weight streams from DRAM one group apart, which a Zen 3
-// core reads faster than one stream (a plain read loop on this guest: ~15 GB/s
-// for one stream, ~19 GB/s for four), and 4 accumulators as in the GEMM tile.
+// group_tile<1, 4>): 4 weight streams from DRAM one group apart, which a core
+// reads faster than one stream (docs/matmul.md), and 4 accumulators as in the
+// GEMM tile.
 // A row's operations depend neither on M nor on G, so GEMM row m equals GEMV
 // of row m and results do not depend on the thread count.
 #pragma once
@@ -61,9 +61,9 @@ HEDGE_TARGET_AVX2 inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
 }
 
 /// Prefetches the block `prefetch_bytes` ahead in the group's stream (groups
-/// are contiguous, so past a group's end this is the next group). Measured on
-/// Zen 3 with weights streamed from DRAM: GEMV 11-12 -> 14-16 GB/s; the
-/// hardware prefetchers alone do not run far enough ahead of these kernels.
+/// are contiguous, so past a group's end this is the next group): the hardware
+/// prefetchers alone do not run far enough ahead of these kernels on weights
+/// streamed from DRAM (docs/perf-journal.md, matmul).
 /// The address is formed as an integer: past the matrix end it may point
 /// outside it, which a prefetch never faults on.
 inline constexpr std::size_t prefetch_bytes = 2304;
@@ -267,9 +267,9 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
   }
 }
 
-/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (measured from DRAM on Zen 3:
-/// 1.12-1.24x one group at a time); 1 for Q4_K, whose 4-group tile measured
-/// 0.83-0.91x (in L3 too, so compute, not the memory streams).
+/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (four DRAM streams read faster
+/// than one); 1 for Q4_K, whose 4-group tile is compute-bound and slower
+/// (docs/perf-journal.md, matmul).
 template <class W>
 inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> ? 1 : 4;
 
