@@ -24,6 +24,7 @@ cd "$(dirname "$0")/.."
 ci=0
 if [ "${1:-}" = --ci ]; then ci=1; shift; fi
 filter="${1:-}"
+./scripts/deps.sh
 jobs="${HEDGE_MATRIX_JOBS:-$(nproc)}"
 root="build/matrix"
 mkdir -p "$root"

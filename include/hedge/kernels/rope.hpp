@@ -127,46 +127,58 @@ HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m512 rotate_adjacent_pairs(__m512 x, _
   return _mm512_fmadd_ps(x, cos, _mm512_mul_ps(_mm512_permute_ps(x, 0xB1), sin));
 }
 
+HEDGE_TARGET_AVX512 inline void rope_adjacent_pairs(arch::avx512bw, matrix_view<float> heads, const float* cos,
+                                                    const float* sin) noexcept {
+  // 16 lanes hold 8 whole pairs (the tail's count is even too); vpermilps swaps
+  // each pair's elements.
+  const std::size_t head_dim = heads.cols();
+  const std::size_t vector_end = head_dim - head_dim % 16;
+  const __mmask16 tail = kernels::avx512::first_lanes(head_dim % 16);
+  for (std::size_t h = 0; h < heads.rows(); ++h) {
+    float* x = heads.row(h).data();
+    for (std::size_t i = 0; i < vector_end; i += 16) {
+      _mm512_storeu_ps(x + i, rotate_adjacent_pairs(_mm512_loadu_ps(x + i), _mm512_loadu_ps(cos + i),
+                                                    _mm512_loadu_ps(sin + i)));
+    }
+    if (tail) {
+      const std::size_t i = vector_end;
+      _mm512_mask_storeu_ps(x + i, tail,
+                            rotate_adjacent_pairs(_mm512_maskz_loadu_ps(tail, x + i), _mm512_maskz_loadu_ps(tail, cos + i),
+                                                  _mm512_maskz_loadu_ps(tail, sin + i)));
+    }
+  }
+}
+
+HEDGE_TARGET_AVX512 inline void rope_neox_halves(arch::avx512bw, matrix_view<float> heads, const float* cos,
+                                                 const float* sin) noexcept {
+  const std::size_t half = heads.cols() / 2;
+  const std::size_t vector_end = half - half % 16;
+  const __mmask16 tail = kernels::avx512::first_lanes(half % 16);
+  for (std::size_t h = 0; h < heads.rows(); ++h) {
+    float* x = heads.row(h).data();
+    for (std::size_t i = 0; i < vector_end; i += 16) {
+      const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + half + i);
+      const __m512 c = _mm512_loadu_ps(cos + i);
+      _mm512_storeu_ps(x + i, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_loadu_ps(sin + i))));
+      _mm512_storeu_ps(x + half + i, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_loadu_ps(sin + half + i))));
+    }
+    if (tail) {
+      const std::size_t i = vector_end;
+      const __m512 a = _mm512_maskz_loadu_ps(tail, x + i), b = _mm512_maskz_loadu_ps(tail, x + half + i);
+      const __m512 c = _mm512_maskz_loadu_ps(tail, cos + i);
+      _mm512_mask_storeu_ps(x + i, tail, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(tail, sin + i))));
+      _mm512_mask_storeu_ps(x + half + i, tail,
+                            _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(tail, sin + half + i))));
+    }
+  }
+}
+
 HEDGE_TARGET_AVX512 inline void rope(arch::avx512bw, rope_layout layout, matrix_view<float> heads, const float* cos,
                                      const float* sin) noexcept {
-  const std::size_t head_dim = heads.cols(), half = head_dim / 2;
   if (layout == rope_layout::adjacent_pairs) {
-    // 16 lanes hold 8 whole pairs (the tail's count is even too); vpermilps swaps
-    // each pair's elements.
-    const std::size_t vector_end = head_dim - head_dim % 16;
-    const __mmask16 tail = kernels::avx512::first_lanes(head_dim % 16);
-    for (std::size_t h = 0; h < heads.rows(); ++h) {
-      float* x = heads.row(h).data();
-      for (std::size_t i = 0; i < vector_end; i += 16) {
-        _mm512_storeu_ps(x + i, rotate_adjacent_pairs(_mm512_loadu_ps(x + i), _mm512_loadu_ps(cos + i), _mm512_loadu_ps(sin + i)));
-      }
-      if (tail) {
-        const std::size_t i = vector_end;
-        _mm512_mask_storeu_ps(x + i, tail,
-                              rotate_adjacent_pairs(_mm512_maskz_loadu_ps(tail, x + i), _mm512_maskz_loadu_ps(tail, cos + i),
-                                                    _mm512_maskz_loadu_ps(tail, sin + i)));
-      }
-    }
+    rope_adjacent_pairs(arch::avx512bw{}, heads, cos, sin);
   } else {
-    const std::size_t vector_end = half - half % 16;
-    const __mmask16 tail = kernels::avx512::first_lanes(half % 16);
-    for (std::size_t h = 0; h < heads.rows(); ++h) {
-      float* x = heads.row(h).data();
-      for (std::size_t i = 0; i < vector_end; i += 16) {
-        const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + half + i);
-        const __m512 c = _mm512_loadu_ps(cos + i);
-        _mm512_storeu_ps(x + i, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_loadu_ps(sin + i))));
-        _mm512_storeu_ps(x + half + i, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_loadu_ps(sin + half + i))));
-      }
-      if (tail) {
-        const std::size_t i = vector_end;
-        const __m512 a = _mm512_maskz_loadu_ps(tail, x + i), b = _mm512_maskz_loadu_ps(tail, x + half + i);
-        const __m512 c = _mm512_maskz_loadu_ps(tail, cos + i);
-        _mm512_mask_storeu_ps(x + i, tail, _mm512_fmadd_ps(a, c, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(tail, sin + i))));
-        _mm512_mask_storeu_ps(x + half + i, tail,
-                              _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(tail, sin + half + i))));
-      }
-    }
+    rope_neox_halves(arch::avx512bw{}, heads, cos, sin);
   }
 }
 #endif
