@@ -13,7 +13,7 @@ namespace arch = hedge::arch;
 template <class... Tags>
 std::string_view first_supported_name(arch::tag_list<Tags...>) {
   std::string_view name;
-  ((Tags::supported() ? (name = Tags::name, true) : false) || ...);
+  static_cast<void>(((Tags::supported() ? (name = Tags::name, true) : false) || ...));  // clang -Wunused-value
   return name;
 }
 
