@@ -406,4 +406,4 @@ HEDGE_TARGET_DOTPROD void decode_partial(arch::neon_dotprod, const kv::kv_sequen
 
 }  // namespace hedge::attention::detail
 
-#endif  // __aarch64__
+#endif  // HEDGE_SIMD_NEON
