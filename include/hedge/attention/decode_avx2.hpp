@@ -126,15 +126,10 @@ struct reader<kv::kv_q4_0> {
   HEDGE_TARGET_AVX2 static float scale(const block* v, std::size_t b) noexcept { return primitives::to_float(v[b].d); }
 };
 
-/// The largest of the 8 lanes (the prefill kernel's row max).
-HEDGE_TARGET_AVX2 inline float max8(__m256 v) noexcept {
-  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_max_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
-/// e^x for x <= 0 (softmax arguments after subtracting the max); 0 below -87.
+/// e^x for x <= 0 (softmax arguments after subtracting the max); 0 below -87. Not
+/// kernels::avx2::exp (vector_math.hpp): that one serves every x (overflow blend, a
+/// convert and an integer add on the dependency chain), and decode's softmax pass is
+/// bound by this chain's latency.
 /// exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 in two parts (Cody-Waite),
 /// e^r by Cephes expf's degree-6 polynomial. n is rounded by adding 1.5 * 2^23 + 127:
 /// floats in [2^23, 2^24) are spaced 1 apart, so the sum is n + 127 + 1.5 * 2^23 and its

@@ -145,7 +145,7 @@ HEDGE_TARGET_AVX2 void prefill_tile(const kv::kv_sequence_view<Elem>& kv, std::s
       if (unmasked) {
         __m256 m = _mm256_loadu_ps(sr);
         for (std::size_t j = 8; j < cols; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sr + j));
-        row_max = max8(m);
+        row_max = primitives::max_lanes(m);
       } else {
         for (std::size_t j = 0; j < cols; ++j) {
           const std::uint64_t key = k0 + j;

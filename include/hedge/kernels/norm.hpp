@@ -57,7 +57,7 @@ HEDGE_TARGET_AVX2 inline void rmsnorm(arch::avx2, vector_view<const float> x, ve
     const __m256 v = _mm256_loadu_ps(xp + i);
     acc0 = _mm256_fmadd_ps(v, v, acc0);
   }
-  float sum_squares = kernels::avx2::sum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  float sum_squares = matmul::avx2::sum_lanes(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
   for (; i < n; ++i) sum_squares += xp[i] * xp[i];
   const float scale = 1.0f / std::sqrt(sum_squares / float(n) + eps);
 

@@ -56,7 +56,7 @@ HEDGE_TARGET_AVX2 inline void softmax(arch::avx2, vector_view<const float> x, ve
     max3 = _mm256_max_ps(max3, _mm256_loadu_ps(xp + i + 24));
   }
   for (; i + 8 <= n; i += 8) max0 = _mm256_max_ps(max0, _mm256_loadu_ps(xp + i));
-  float max_value = kernels::avx2::max(_mm256_max_ps(_mm256_max_ps(max0, max1), _mm256_max_ps(max2, max3)));
+  float max_value = matmul::avx2::max_lanes(_mm256_max_ps(_mm256_max_ps(max0, max1), _mm256_max_ps(max2, max3)));
   for (; i < n; ++i) max_value = xp[i] > max_value ? xp[i] : max_value;
 
   const __m256 shift = _mm256_set1_ps(max_value);
@@ -75,7 +75,7 @@ HEDGE_TARGET_AVX2 inline void softmax(arch::avx2, vector_view<const float> x, ve
     _mm256_storeu_ps(op + i, e);
     sum0 = _mm256_add_ps(sum0, e);
   }
-  float sum = kernels::avx2::sum(_mm256_add_ps(sum0, sum1));
+  float sum = matmul::avx2::sum_lanes(_mm256_add_ps(sum0, sum1));
   for (; i < n; ++i) {
     op[i] = std::exp(xp[i] - max_value);
     sum += op[i];

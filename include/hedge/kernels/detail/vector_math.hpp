@@ -1,6 +1,7 @@
 // hedge/kernels/detail/vector_math.hpp: the float vector primitives of the
 // elementwise kernels (norm, softmax, activation, rope), once per x86 width:
-// e^x, horizontal sum and maximum, and (AVX-512) the mask of a tail; and the
+// e^x, and for AVX-512 the horizontal sum and maximum (the AVX2 ones are
+// matmul/avx2_primitives.hpp's sum_lanes and max_lanes) and the mask of a tail; and the
 // xsimd batch type of their NEON overloads, which take xsimd's exp.
 //
 // exp is Cephes' expf (S. Moshier); xsimd's float exp has the same structure with
@@ -25,6 +26,7 @@
 #include "hedge/compiler/attributes.hpp"
 #include "hedge/compiler/intrinsics.hpp"
 #include "hedge/core/config.hpp"
+#include "hedge/kernels/matmul/avx2_primitives.hpp"
 
 #if HEDGE_SIMD_NEON && HEDGE_HAS_XSIMD
 #include <xsimd/xsimd.hpp>
@@ -83,22 +85,6 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256 exp(__m256 x) noexcept {
   return _mm256_blendv_ps(_mm256_andnot_ps(underflow, scaled), _mm256_set1_ps(std::numeric_limits<float>::infinity()), overflow);
 }
 
-/// The sum of the 8 lanes.
-HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE float sum(__m256 v) noexcept {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-/// The largest of the 8 lanes (no NaN lanes).
-HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE float max(__m256 v) noexcept {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
 }  // namespace hedge::kernels::avx2
 
 namespace hedge::kernels::avx512 {
@@ -130,12 +116,12 @@ HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE __m256 upper_half(__m512 v) noexcept {
 
 /// The sum of the 16 lanes.
 HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE float sum(__m512 v) noexcept {
-  return avx2::sum(_mm256_add_ps(_mm512_castps512_ps256(v), upper_half(v)));
+  return matmul::avx2::sum_lanes(_mm256_add_ps(_mm512_castps512_ps256(v), upper_half(v)));
 }
 
 /// The largest of the 16 lanes (no NaN lanes).
 HEDGE_TARGET_AVX512 HEDGE_ALWAYS_INLINE float max(__m512 v) noexcept {
-  return avx2::max(_mm256_max_ps(_mm512_castps512_ps256(v), upper_half(v)));
+  return matmul::avx2::max_lanes(_mm256_max_ps(_mm512_castps512_ps256(v), upper_half(v)));
 }
 
 /// The mask of the first `count` lanes, count <= 16.

@@ -56,6 +56,14 @@ HEDGE_TARGET_AVX2 inline float sum_lanes(__m256 v) noexcept {
   return _mm_cvtss_f32(s);
 }
 
+/// The largest of the 8 float lanes (no NaN lanes).
+HEDGE_TARGET_AVX2 inline float max_lanes(__m256 v) noexcept {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 /// The sum of the 4 float lanes.
 HEDGE_TARGET_AVX2 inline float sum_lanes(__m128 s) noexcept {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
