@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target in fuzz/ with clang++ (ASan+UBSan) and runs each
-# for SECONDS (default 20) from its seed corpus fuzz/corpus/<name>/ if present.
-# A crash, leak, sanitizer report or timeout fails the script.
+# for SECONDS (default 20) from its seed corpus fuzz/corpus/<name>/ if present, plus
+# generated 256 KB adversarial inputs (long runs after PII stops, shapes of
+# tests/route/pii_scan_cost_test.cpp). Inputs go up to 1 MB (-max_len), and one input may
+# take 10 s (-timeout): a linear scan of 256 KB takes about 0.3 s under the sanitizers here,
+# a quadratic one over a minute. A crash, leak, sanitizer report or timeout fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 ./scripts/deps.sh
 cmake -S fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/fuzz -j "$(nproc)"
+max_len=$((1 << 20))
+seeds=build/fuzz/adversarial
+rm -rf "$seeds"; mkdir -p "$seeds"
+# seed NAME HEAD RUN: HEAD, then RUN repeated, to 256 KB (head ends the pipe early, hence
+# the '|| true' under pipefail).
+seed() { { printf '%s' "$2"; yes "$3" | tr -d '\n'; } | head -c $((256 << 10)) >"$seeds/$1" || true; }
+seed letters-after-a1 a1 b
+seed letters-after-colon a: b
+seed letters-after-at @ b
+seed digit-tokens '' '1 '
+seed birth-digit-tokens 'born ' '1 '
 shopt -s nullglob
 for bin in build/fuzz/fuzz_*; do
   name="${bin##*/fuzz_}"
-  corpus=(); [ -d "fuzz/corpus/$name" ] && corpus=("fuzz/corpus/$name")
+  corpus=("$seeds"); [ -d "fuzz/corpus/$name" ] && corpus+=("fuzz/corpus/$name")
   work="build/fuzz/work-$name"; mkdir -p "$work"
   echo "fuzz: $name for ${seconds}s"
-  if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if ! "$bin" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        "$work" "${corpus[@]}" >"build/fuzz/$name.log" 2>&1; then
     tail -60 "build/fuzz/$name.log"; echo "fuzz: $name failed (log: build/fuzz/$name.log)"; exit 1
   fi

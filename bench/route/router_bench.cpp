@@ -15,10 +15,13 @@
 // repeats the first text.
 #include <benchmark/benchmark.h>
 
+#include <array>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/cycles.hpp"
@@ -187,6 +190,43 @@ void BM_ComplexityScoreMmlu(benchmark::State& state) {
   measure_mmlu(state, [&](std::string_view text) { benchmark::DoNotOptimize(model.logit(text)); });
 }
 BENCHMARK(BM_ComplexityScoreMmlu)->Args({1024, 4096})->Args({1024, 256})->Args({1024, 1});
+
+// Adversarial prompts: the worst families of tests/route/pii_scan_cost_test.cpp, whose
+// scan is linear (bytes read per input byte bounded), timed at 1 KB (beside the MMLU
+// figure) and at 1 MB (a pasted file; ns per byte must match the 1 KB figure):
+//   0 digit_tokens  "1 1 1 ...": every token starts every digit matcher (the most reads)
+//   1 at_digits     "@" then "1 1 ...": the same after an e-mail stop
+//   2 a1_letters    "a1" then letters: a stop, then one plain run to the end (the shape
+//                   that made the scan quadratic before it kept the pre-scan's answer)
+//   3 born_digits   "born 1 1 ...": a birth window kept open, matchers at every token
+std::string adversarial_prompt(std::int64_t family, std::size_t bytes) {
+  static constexpr std::string_view heads[] = {"1 ", "@", "a1", "born "};
+  static constexpr std::string_view runs[] = {"1 ", "1 ", "b", "1 "};
+  const auto f = static_cast<std::size_t>(family);
+  std::string s(heads[f]);
+  while (s.size() < bytes) s += runs[f];
+  s.resize(bytes);
+  return s;
+}
+
+void BM_PiiScanAdversarial(benchmark::State& state) {
+  const std::string prompt = adversarial_prompt(state.range(0), static_cast<std::size_t>(state.range(1)));
+  const pii_detector detector;
+  std::array<pii_match, 16> found{};
+  measure(state, prompt.size(), [&] { benchmark::DoNotOptimize(detector.find(prompt, found)); });
+}
+BENCHMARK(BM_PiiScanAdversarial)->ArgsProduct({{0, 1, 2, 3}, {1024, 1 << 20}});
+
+void BM_RouterDecisionAdversarial(benchmark::State& state) {
+  const std::string prompt = adversarial_prompt(state.range(0), static_cast<std::size_t>(state.range(1)));
+  const auto r = decision_router();
+  const route_context context;
+  measure(state, prompt.size(), [&] {
+    auto d = r.decide(route_request{.prompt = prompt, .ttft_slo_ms = 1500.0}, context);
+    benchmark::DoNotOptimize(d);
+  });
+}
+BENCHMARK(BM_RouterDecisionAdversarial)->ArgsProduct({{0, 1, 2, 3}, {1024, 1 << 20}});
 
 // Fixed iteration counts for instruction counting: under valgrind --tool=callgrind, the
 // difference of the 1200- and 200-iteration runs divided by 1000 is one call, free of setup

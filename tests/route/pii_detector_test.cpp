@@ -29,7 +29,7 @@ using simd_prescan = hedge::route::avx2::pii_prescan;
   if (!simd_arch::supported()) GTEST_SKIP() << "this CPU has no AVX2"
 #else
 using simd_arch = hedge::arch::native;
-using simd_prescan = detail::pii_prescan;
+using simd_prescan = detail::pii_prescan<>;
 #define SKIP_WITHOUT_SIMD() static_cast<void>(0)
 #endif
 

@@ -23,76 +23,49 @@
 
 namespace hedge::route {
 
-/// Finds personal data in text. Cheap to copy; configure which entities count.
-class pii_detector : private detail::pii_matchers {
- public:
-  constexpr explicit pii_detector(pii_entity enabled = pii_entity::all) noexcept : enabled_(enabled) {}
-  [[nodiscard]] constexpr pii_entity enabled() const noexcept { return enabled_; }
+namespace detail {
 
-  /// Writes up to out.size() matches in text order; returns how many were written.
-  /// With an empty `out` it still scans and returns 0; use `first` to stop at the first hit.
-  /// \tparam A pre-scan instruction set: arch::best (the best this CPU runs, chosen once per
-  ///   call), or a tag (arch::scalar: the byte-by-byte pre-scan; arch::avx2: 32 bytes per step)
-  template <class A = arch::best>
-  constexpr std::size_t find(std::string_view text, std::span<pii_match> out, A = {}) const noexcept {
-    if (std::is_constant_evaluated()) return write_matches<true>(text, out, detail::pii_prescan{text});
-    return arch::visit<A>([&](auto tag) { return write_matches<true>(text, out, detail::make_pii_prescan(text, tag)); });
-  }
+/// The detector's scan over a `Text` (pii_matchers.hpp says what a text may be).
+template <class Text>
+struct pii_scan : pii_matchers<Text> {
+  using m = pii_matchers<Text>;
+  using m::alnum, m::alpha, m::alpha_run, m::at, m::birth_keyword, m::digit, m::hex, m::lower, m::match_card,
+      m::match_email, m::match_iban, m::match_ipv4, m::match_ipv6, m::match_mac, m::match_numeric_date, m::match_phone,
+      m::match_ssn, m::match_text_date, m::starts_token;
+  pii_entity enabled;
 
-  /// The specification of `find`: every byte visited, no plain-run skip.
-  constexpr std::size_t find_reference(std::string_view text, std::span<pii_match> out) const noexcept {
-    return write_matches<false>(text, out, detail::pii_prescan{text});
-  }
+  constexpr explicit pii_scan(pii_entity entities) noexcept : enabled(entities) {}
 
-  /// The first entity in the text, if any.
-  /// \tparam A pre-scan instruction set, as for `find`
-  template <class A = arch::best>
-  [[nodiscard]] constexpr std::optional<pii_match> first(std::string_view text, A = {}) const noexcept {
-    if (std::is_constant_evaluated()) return first_match(text, detail::pii_prescan{text});
-    return arch::visit<A>([&](auto tag) { return first_match(text, detail::make_pii_prescan(text, tag)); });
-  }
-
- private:
   template <class Sink>
-  constexpr bool report(Sink& sink, pii_entity e, std::size_t offset, std::size_t length) const noexcept {
+  static constexpr bool report(Sink& sink, pii_entity e, std::size_t offset, std::size_t length) noexcept {
     return sink(pii_match{e, static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(length)});
-  }
-
-  template <bool SkipPlainRuns, class PreScan>
-  constexpr std::size_t write_matches(std::string_view text, std::span<pii_match> out, PreScan prescan) const noexcept {
-    std::size_t written = 0;
-    scan<SkipPlainRuns>(text, prescan, [&](const pii_match& m) {
-      if (written < out.size()) out[written++] = m;
-      return written < out.size();
-    });
-    return written;
-  }
-
-  template <class PreScan>
-  constexpr std::optional<pii_match> first_match(std::string_view text, PreScan prescan) const noexcept {
-    std::optional<pii_match> found;
-    scan<true>(text, prescan, [&](const pii_match& m) {
-      found = m;
-      return false;
-    });
-    return found;
   }
 
   /// Calls sink(match) for every entity in order; stops when sink returns false. With
   /// SkipPlainRuns, `prescan` (a pre-scan cursor of pii_prescan_*.hpp) finds where to look.
   template <bool SkipPlainRuns, class PreScan, class Sink>
-  constexpr void scan(std::string_view t, PreScan& prescan, Sink&& sink) const noexcept {
-    const auto on = [this](pii_entity e) { return contains(enabled_, e); };
+  constexpr void run(Text t, PreScan& prescan, Sink&& sink) const noexcept {
+    const auto on = [this](pii_entity e) { return contains(enabled, e); };
     std::size_t birth_until = 0;  // dates before this offset are dates of birth
     std::size_t last_end = 0;     // end of the previous match: matches never overlap
+    // The pre-scan's last answer: the first stop at or after the position it was asked
+    // about, and where the letter run that stop ends begins (not before that position). It
+    // stays the answer for every later position up to the stop, so the scan asks again
+    // only past it: each byte is classified once and walked back over at most once, and
+    // the scan is linear in the text however its stops lie.
+    std::size_t stop = 0, run_start = 0;
+    bool asked = false;
     std::size_t i = 0;
     while (i < t.size()) {
       if constexpr (SkipPlainRuns) {
         if (i >= birth_until) {
-          const std::size_t stop = prescan.next(i);
-          std::size_t resume = stop;  // back to the start of the letter run the stop ends
-          while (resume > i && alpha(t[resume - 1])) --resume;
-          i = resume;
+          if (!asked || i > stop) {
+            stop = prescan.next(i);
+            run_start = stop;
+            while (run_start > i && alpha(t[run_start - 1])) --run_start;
+            asked = true;
+          }
+          if (run_start > i) i = run_start;
           if (i == t.size()) break;
         }
       }
@@ -115,6 +88,12 @@ class pii_detector : private detail::pii_matchers {
       }
       if (!starts_token(t, i)) {
         ++i;
+        // With the skip on, past the rest of an alphanumeric run too: none of its bytes
+        // starts a token.
+        if constexpr (SkipPlainRuns) {
+          if (alnum(c))
+            while (i < t.size() && alnum(t[i])) ++i;
+        }
         continue;
       }
       std::size_t n = 0;
@@ -183,6 +162,60 @@ class pii_detector : private detail::pii_matchers {
         }
       }
     }
+  }
+
+};
+
+}  // namespace detail
+
+/// Finds personal data in text. Cheap to copy; configure which entities count.
+class pii_detector {
+ public:
+  constexpr explicit pii_detector(pii_entity enabled = pii_entity::all) noexcept : enabled_(enabled) {}
+  [[nodiscard]] constexpr pii_entity enabled() const noexcept { return enabled_; }
+
+  /// Writes up to out.size() matches in text order; returns how many were written.
+  /// With an empty `out` it still scans and returns 0; use `first` to stop at the first hit.
+  /// \tparam A pre-scan instruction set: arch::best (the best this CPU runs, chosen once per
+  ///   call), or a tag (arch::scalar: the byte-by-byte pre-scan; arch::avx2: 32 bytes per step)
+  template <class A = arch::best>
+  constexpr std::size_t find(std::string_view text, std::span<pii_match> out, A = {}) const noexcept {
+    if (std::is_constant_evaluated()) return write_matches<true>(text, out, detail::pii_prescan{text});
+    return arch::visit<A>([&](auto tag) { return write_matches<true>(text, out, detail::make_pii_prescan(text, tag)); });
+  }
+
+  /// The specification of `find`: every byte visited, no plain-run skip.
+  constexpr std::size_t find_reference(std::string_view text, std::span<pii_match> out) const noexcept {
+    return write_matches<false>(text, out, detail::pii_prescan{text});
+  }
+
+  /// The first entity in the text, if any.
+  /// \tparam A pre-scan instruction set, as for `find`
+  template <class A = arch::best>
+  [[nodiscard]] constexpr std::optional<pii_match> first(std::string_view text, A = {}) const noexcept {
+    if (std::is_constant_evaluated()) return first_match(text, detail::pii_prescan{text});
+    return arch::visit<A>([&](auto tag) { return first_match(text, detail::make_pii_prescan(text, tag)); });
+  }
+
+ private:
+  template <bool SkipPlainRuns, class PreScan>
+  constexpr std::size_t write_matches(std::string_view text, std::span<pii_match> out, PreScan prescan) const noexcept {
+    std::size_t written = 0;
+    detail::pii_scan<std::string_view>{enabled_}.template run<SkipPlainRuns>(text, prescan, [&](const pii_match& m) {
+      if (written < out.size()) out[written++] = m;
+      return written < out.size();
+    });
+    return written;
+  }
+
+  template <class PreScan>
+  constexpr std::optional<pii_match> first_match(std::string_view text, PreScan prescan) const noexcept {
+    std::optional<pii_match> found;
+    detail::pii_scan<std::string_view>{enabled_}.template run<true>(text, prescan, [&](const pii_match& m) {
+      found = m;
+      return false;
+    });
+    return found;
   }
 
   pii_entity enabled_;

@@ -114,8 +114,16 @@ constexpr bool pii_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'
 constexpr bool pii_hex_letter(unsigned char c) noexcept { return static_cast<unsigned char>((c | 0x20) - 'a') < 6; }
 constexpr bool pii_hex(unsigned char c) noexcept { return pii_digit(c) || pii_hex_letter(c); }
 
-/// The entity matchers and the token rules they share, over `char`s. Each `match_*`
-/// returns the length of its entity at i, or 0.
+/// Bytes [i, i + n) of the text, for the check-digit functions (n is at most 34).
+constexpr std::string_view pii_slice(std::string_view t, std::size_t i, std::size_t n) noexcept {
+  return std::string_view(t.data() + i, n);
+}
+
+/// The entity matchers and the token rules they share, over the `char`s of a `Text`:
+/// std::string_view, or any type with `size()`, `operator[]` and a `pii_slice` overload
+/// (found by argument-dependent lookup), such as the tests' byte-counting text that
+/// proves every scan linear. Each `match_*` returns the length of its entity at i, or 0.
+template <class Text = std::string_view>
 struct pii_matchers {
   static constexpr bool digit(char c) noexcept { return pii_digit(static_cast<unsigned char>(c)); }
   static constexpr bool upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
@@ -125,18 +133,18 @@ struct pii_matchers {
   static constexpr char lower(char c) noexcept { return upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
   static constexpr bool word(char c) noexcept { return alnum(c) || c == '_'; }
 
-  static constexpr char at(std::string_view t, std::size_t i) noexcept { return i < t.size() ? t[i] : '\0'; }
+  static constexpr char at(Text t, std::size_t i) noexcept { return i < t.size() ? t[i] : '\0'; }
 
   /// No identifier continues past `end`: not a letter/digit, and not a joiner ('.', '-', ':', '/')
   /// followed by one ("1.2.3.4.5" is not an IPv4 address).
-  static constexpr bool ends_token(std::string_view t, std::size_t end) noexcept {
+  static constexpr bool ends_token(Text t, std::size_t end) noexcept {
     const char c = at(t, end);
     if (word(c)) return false;
     if ((c == '.' || c == '-' || c == ':' || c == '/') && alnum(at(t, end + 1))) return false;
     return true;
   }
   /// Mirror of ends_token on the left of `i`.
-  static constexpr bool starts_token(std::string_view t, std::size_t i) noexcept {
+  static constexpr bool starts_token(Text t, std::size_t i) noexcept {
     if (i == 0) return true;
     const char c = t[i - 1];
     if (word(c)) return false;
@@ -144,7 +152,7 @@ struct pii_matchers {
     return true;
   }
 
-  static constexpr bool word_is(std::string_view t, std::size_t i, std::size_t n, std::string_view w) noexcept {
+  static constexpr bool word_is(Text t, std::size_t i, std::size_t n, std::string_view w) noexcept {
     if (n != w.size()) return false;
     for (std::size_t k = 0; k < n; ++k)
       if (lower(t[i + k]) != w[k]) return false;
@@ -152,7 +160,7 @@ struct pii_matchers {
   }
 
   /// Reads 1..max digits at i; returns the count (0 if none) and the value.
-  static constexpr std::size_t digits(std::string_view t, std::size_t i, std::size_t max, unsigned& value) noexcept {
+  static constexpr std::size_t digits(Text t, std::size_t i, std::size_t max, unsigned& value) noexcept {
     std::size_t n = 0;
     value = 0;
     while (n < max && digit(at(t, i + n))) value = value * 10 + static_cast<unsigned>(t[i + n++] - '0');
@@ -161,7 +169,7 @@ struct pii_matchers {
   }
 
 
-  static constexpr std::size_t match_ssn(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_ssn(Text t, std::size_t i) noexcept {
     unsigned area = 0, group = 0, serial = 0;
     if (digits(t, i, 3, area) != 3 || at(t, i + 3) != '-') return 0;
     if (digits(t, i + 4, 2, group) != 2 || at(t, i + 6) != '-') return 0;
@@ -170,7 +178,7 @@ struct pii_matchers {
     return 11;
   }
 
-  static constexpr bool after_version_word(std::string_view t, std::size_t i) noexcept {
+  static constexpr bool after_version_word(Text t, std::size_t i) noexcept {
     std::size_t e = i;
     while (e > 0 && (t[e - 1] == ' ' || t[e - 1] == ':')) --e;
     std::size_t b = e;
@@ -186,7 +194,7 @@ struct pii_matchers {
     return false;
   }
 
-  static constexpr std::size_t match_ipv4(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_ipv4(Text t, std::size_t i) noexcept {
     std::size_t p = i;
     for (int part = 0; part < 4; ++part) {
       unsigned v = 0;
@@ -202,7 +210,7 @@ struct pii_matchers {
     return p - i;
   }
 
-  static constexpr std::size_t match_mac(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_mac(Text t, std::size_t i) noexcept {
     const char sep = at(t, i + 2);
     if (sep != ':' && sep != '-') return 0;
     for (std::size_t g = 0; g < 6; ++g) {
@@ -213,7 +221,7 @@ struct pii_matchers {
     return ends_token(t, i + 17) ? 17 : 0;
   }
 
-  static constexpr std::size_t match_ipv6(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_ipv6(Text t, std::size_t i) noexcept {
     std::size_t p = i, groups = 0;
     bool compressed = false;
     if (at(t, p) == ':' && at(t, p + 1) == ':') compressed = true, p += 2;
@@ -226,7 +234,7 @@ struct pii_matchers {
         if (!(compressed && p >= 2 && t[p - 1] == ':' && t[p - 2] == ':')) return 0;
         break;
       }
-      ++groups;
+      if (++groups > 8) return 0;  // no address has more: stop reading
       p += n;
       if (at(t, p) != ':') break;
       if (at(t, p + 1) == ':') {
@@ -243,7 +251,7 @@ struct pii_matchers {
   }
 
   /// Numeric date with one separator kind: Y-M-D or D/M/Y, M/D/Y, D.M.Y (years 1900-2099).
-  static constexpr std::size_t match_numeric_date(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_numeric_date(Text t, std::size_t i) noexcept {
     unsigned a = 0, b = 0, c = 0;
     const std::size_t na = digits(t, i, 4, a);
     const char sep = at(t, i + na);
@@ -259,7 +267,7 @@ struct pii_matchers {
     return (a <= 12 && b <= 31) || (a <= 31 && b <= 12) ? len : 0;
   }
 
-  static constexpr bool month_word(std::string_view t, std::size_t i, std::size_t n) noexcept {
+  static constexpr bool month_word(Text t, std::size_t i, std::size_t n) noexcept {
     constexpr std::array<std::string_view, 12> months{"january", "february", "march",     "april",   "may",      "june",
                                                       "july",    "august",   "september", "october", "november", "december"};
     for (auto m : months)
@@ -267,22 +275,22 @@ struct pii_matchers {
         return true;
     return false;
   }
-  static constexpr std::size_t alpha_run(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t alpha_run(Text t, std::size_t i) noexcept {
     std::size_t e = i;
     while (e < t.size() && alpha(t[e])) ++e;
     return e - i;
   }
-  static constexpr std::size_t skip_spaces(std::string_view t, std::size_t p) noexcept {
+  static constexpr std::size_t skip_spaces(Text t, std::size_t p) noexcept {
     while (at(t, p) == ' ') ++p;
     return p;
   }
-  static constexpr std::size_t year_at(std::string_view t, std::size_t p) noexcept {
+  static constexpr std::size_t year_at(Text t, std::size_t p) noexcept {
     unsigned y = 0;
     return digits(t, p, 4, y) == 4 && y >= 1900 && y <= 2099 && ends_token(t, p + 4) ? 4 : 0;
   }
 
   /// "March 3, 1985", "Mar 3 1985", "3 March 1985", "3rd of March 1985".
-  static constexpr std::size_t match_text_date(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_text_date(Text t, std::size_t i) noexcept {
     unsigned day = 0;
     if (alpha(at(t, i))) {
       const std::size_t n = alpha_run(t, i);
@@ -315,13 +323,23 @@ struct pii_matchers {
   }
 
   /// 13-19 digits grouped by single spaces or dashes; the longest Luhn-valid prefix
-  /// that ends at a group boundary.
-  static constexpr std::size_t match_card(std::string_view t, std::size_t i) noexcept {
+  /// that ends at a group boundary. The Luhn sums of every prefix are kept as it grows
+  /// (`plain`: the last digit read counts once, `doubled`: it counts doubled), so each
+  /// group boundary is checked in O(1): luhn_valid of the prefix, without re-reading it.
+  static constexpr std::size_t match_card(Text t, std::size_t i) noexcept {
     std::size_t p = i, count = 0, best = 0;
+    unsigned plain = 0, doubled = 0;
     while (true) {
-      while (digit(at(t, p))) ++p, ++count;
+      // Reading stops at the 20th digit: the match fails there whatever follows, and each
+      // matcher reads a bounded number of bytes, so the scan stays linear in the text.
+      for (char c; count <= 19 && digit(c = at(t, p)); ++p, ++count) {
+        const unsigned d = static_cast<unsigned>(c - '0');
+        const unsigned next_plain = doubled + d;
+        doubled = plain + (d * 2 > 9 ? d * 2 - 9 : d * 2);
+        plain = next_plain;
+      }
       if (count > 19) break;
-      if (count >= 13 && ends_token(t, p) && luhn_valid(std::string_view(t.data() + i, p - i))) best = p - i;
+      if (count >= 13 && plain % 10 == 0 && ends_token(t, p)) best = p - i;
       const char s = at(t, p);
       if ((s == ' ' || s == '-') && digit(at(t, p + 1))) {
         ++p;
@@ -332,14 +350,14 @@ struct pii_matchers {
     return best;
   }
 
-  static constexpr std::size_t match_phone(std::string_view t, std::size_t i) noexcept {
+  static constexpr std::size_t match_phone(Text t, std::size_t i) noexcept {
     if (at(t, i) == '+') {
       std::size_t p = i + 1, count = 0, best = 0;
       while (true) {
         const bool paren = at(t, p) == '(';
         if (paren) ++p;
         std::size_t n = 0;
-        while (digit(at(t, p))) ++p, ++n;
+        while (count + n <= 15 && digit(at(t, p))) ++p, ++n;  // bounded, as in match_card
         if (n == 0 || (paren && at(t, p++) != ')')) break;
         count += n;
         if (count > 15) break;
@@ -373,7 +391,7 @@ struct pii_matchers {
   }
 
   /// `floor`: the end of the previous match; the local part never reaches back past it.
-  static constexpr std::size_t match_email(std::string_view t, std::size_t at_sign, std::size_t floor,
+  static constexpr std::size_t match_email(Text t, std::size_t at_sign, std::size_t floor,
                                            std::size_t& start) noexcept {
     const auto local = [](char c) { return alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'; };
     std::size_t b = at_sign;
@@ -405,7 +423,7 @@ struct pii_matchers {
   /// IBAN: the longest candidate (spaces allowed between groups of four) passing mod-97.
   /// `shape` receives the longest IBAN-shaped length even when no candidate passes, so
   /// the caller can skip an invalid IBAN whole (its digit groups are not a card number).
-  static constexpr std::size_t match_iban(std::string_view t, std::size_t i, std::size_t& shape) noexcept {
+  static constexpr std::size_t match_iban(Text t, std::size_t i, std::size_t& shape) noexcept {
     shape = 0;
     if (!upper(at(t, i)) || !upper(at(t, i + 1)) || !digit(at(t, i + 2)) || !digit(at(t, i + 3))) return 0;
     std::array<std::size_t, 35> ends{};
@@ -425,12 +443,12 @@ struct pii_matchers {
     if (n_ends > 0 && ends[n_ends - 1] - i >= 15) shape = ends[n_ends - 1] - i;
     while (n_ends > 0) {
       const std::size_t e = ends[--n_ends];
-      if (iban_valid(std::string_view(t.data() + i, e - i))) return e - i;
+      if (iban_valid(pii_slice(t, i, e - i))) return e - i;
     }
     return 0;
   }
 
-  static constexpr bool birth_keyword(std::string_view t, std::size_t i, std::size_t n) noexcept {
+  static constexpr bool birth_keyword(Text t, std::size_t i, std::size_t n) noexcept {
     return word_is(t, i, n, "born") || word_is(t, i, n, "birth") || word_is(t, i, n, "birthday") ||
            word_is(t, i, n, "birthdate") || word_is(t, i, n, "dob");
   }

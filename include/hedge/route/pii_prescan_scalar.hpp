@@ -49,19 +49,22 @@ constexpr bool pii_birth_start(unsigned char c, unsigned char next, unsigned cha
 }
 
 /// Byte j of t[0, end); 0 from `end` on.
-constexpr unsigned char pii_byte(std::string_view t, std::size_t j, std::size_t end) noexcept {
+template <class Text>
+constexpr unsigned char pii_byte(const Text& t, std::size_t j, std::size_t end) noexcept {
   return j < end ? static_cast<unsigned char>(t[j]) : static_cast<unsigned char>(0);
 }
 
 /// End of the run of hex digits from i in t[0, end).
-constexpr std::size_t pii_hex_run_end(std::string_view t, std::size_t i, std::size_t end) noexcept {
+template <class Text>
+constexpr std::size_t pii_hex_run_end(const Text& t, std::size_t i, std::size_t end) noexcept {
   while (i < end && pii_hex(static_cast<unsigned char>(t[i]))) ++i;
   return i;
 }
 
 /// Whether the byte at p of t[0, end) can join two groups of a digit format: ':', '-', '.',
 /// '/', or a space before a digit or '('.
-constexpr bool pii_follower(std::string_view t, std::size_t p, std::size_t end) noexcept {
+template <class Text>
+constexpr bool pii_follower(const Text& t, std::size_t p, std::size_t end) noexcept {
   const unsigned char a = pii_byte(t, p, end), b = pii_byte(t, p + 1, end);
   return a == ':' || a == '-' || a == '.' || a == '/' || (a == ' ' && (pii_digit(b) || b == '('));
 }
@@ -84,7 +87,8 @@ constexpr bool pii_card_byte(unsigned char c) noexcept { return pii_hex(c) || c 
 /// So a digit that starts none of these starts nothing: the decimals, ranges, fractions
 /// and times of prose ("3.14 m", "10-20 years", "1/2 of", "10 20") cost a few compares
 /// instead of every matcher.
-constexpr bool pii_digit_entity_may_start(std::string_view t, std::size_t i, std::size_t end) noexcept {
+template <class Text>
+constexpr bool pii_digit_entity_may_start(const Text& t, std::size_t i, std::size_t end) noexcept {
   std::size_t n = 0;
   while (n < 13 && pii_card_byte(pii_byte(t, i + n, end))) ++n;
   if (n == 13) return true;
@@ -108,7 +112,8 @@ constexpr bool pii_group_byte(unsigned char c) noexcept {
 
 /// Whether the byte at k of t[0, end) is a stop of the pre-scan (see the file comment); bytes
 /// before 0 and from `end` on read as 0.
-constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noexcept {
+template <class Text>
+constexpr bool pii_stop(const Text& t, std::size_t k, std::size_t end) noexcept {
   const unsigned char c = pii_byte(t, k, end), prev = k > 0 ? pii_byte(t, k - 1, end) : 0, next = pii_byte(t, k + 1, end);
   // The runs are read 13 bytes far at most (pii_digit_entity_may_start): a walk to the end
   // of a long run from each of its digits would make the scan quadratic in its length.
@@ -119,21 +124,27 @@ constexpr bool pii_stop(std::string_view t, std::size_t k, std::size_t end) noex
          (!pii_letter(prev) && pii_birth_start(c, next, pii_byte(t, k + 2, end)));
 }
 
-/// First stop position in [i, end), or end. Scalar reference of the pre-scan.
-constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
+/// First stop position in [i, end) of a text, or end.
+template <class Text>
+constexpr std::size_t first_pii_stop(const Text& t, std::size_t i, std::size_t end) noexcept {
   while (i < end && !pii_stop(t, i, end)) ++i;
   return i;
 }
+/// The same over a string: the scalar reference of the pre-scan, overloaded per arch.
+constexpr std::size_t next_pii_stop(std::string_view t, std::size_t i, std::size_t end, arch::scalar) noexcept {
+  return first_pii_stop(t, i, end);
+}
 
-/// The scalar pre-scan over one text as a cursor: next(i) is next_pii_stop(t, i, t.size(),
-/// arch::scalar{}).
+/// The scalar pre-scan over one text (pii_matchers.hpp says what a text may be) as a
+/// cursor: next(i) is next_pii_stop(t, i, t.size(), arch::scalar{}).
+template <class Text = std::string_view>
 struct pii_prescan {
-  std::string_view t;
-  constexpr explicit pii_prescan(std::string_view text) noexcept : t(text) {}
-  constexpr std::size_t next(std::size_t i) const noexcept { return next_pii_stop(t, i, t.size(), arch::scalar{}); }
+  Text t;
+  constexpr explicit pii_prescan(Text text) noexcept : t(text) {}
+  constexpr std::size_t next(std::size_t i) const noexcept { return first_pii_stop(t, i, t.size()); }
 };
 
 /// The pre-scan cursor of an arch (overloaded per arch; pii_prescan_avx2.hpp adds AVX2's).
-constexpr pii_prescan make_pii_prescan(std::string_view text, arch::scalar) noexcept { return pii_prescan{text}; }
+constexpr pii_prescan<> make_pii_prescan(std::string_view text, arch::scalar) noexcept { return pii_prescan<>{text}; }
 
 }  // namespace hedge::route::detail
