@@ -48,6 +48,7 @@
 #include "hedge/kv/cache.hpp"
 #include "hedge/kv/element.hpp"
 #include "hedge/kv/shape.hpp"
+#include "hedge/model/config.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
