@@ -49,6 +49,7 @@
 #include "hedge/kv/element.hpp"
 #include "hedge/kv/shape.hpp"
 #include "hedge/model/config.hpp"
+#include "hedge/model/llama2c.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
