@@ -1,6 +1,7 @@
 // libFuzzer target: complexity features of arbitrary bytes. The vector pass (arch::best:
 // the best this CPU runs, AVX2 on x86) must report the same buckets per group, in the same
-// order, and the same summary as the scalar pass, its specification.
+// order, and the same summary as the scalar pass, its specification; and the dense
+// features stay within their saturation bounds.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -34,5 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (got != expected || scalar.occurrences != native.occurrences ||
       std::memcmp(scalar.dense.data(), native.dense.data(), sizeof scalar.dense) != 0)
     std::abort();
+  // Every dense feature within [0, dense_feature_max]: the score's bound rests on it.
+  for (std::size_t k = 0; k < hedge::route::dense_feature_count; ++k)
+    if (!(native.dense[k] >= 0.0f && native.dense[k] <= hedge::route::dense_feature_max[k])) std::abort();
   return 0;
 }

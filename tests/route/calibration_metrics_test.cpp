@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hedge/model/random.hpp"
@@ -43,6 +46,76 @@ TEST(Calibration, QualityTargetPicksTheFewestCloudCalls) {
   ASSERT_TRUE(t.ok());
   EXPECT_DOUBLE_EQ(*t, 0.1);
   EXPECT_EQ(threshold_for_quality(rows, 1.1).error().code(), hedge::errc::unavailable);
+}
+
+// Mean outcome when the rows scoring above `threshold` go to the cloud.
+double quality_at(const std::vector<scored_outcome>& rows, double threshold) {
+  double total = 0.0;
+  for (const auto& r : rows) total += r.score > threshold ? r.strong : r.weak;
+  return total / static_cast<double>(rows.size());
+}
+
+// A threshold cannot split equal scores: the rule takes the tie group whole or not at all,
+// whichever lands nearer the target, and the fraction reached is what cloud_fraction_at says.
+TEST(Calibration, TiedScoresGoToTheCloudTogether) {
+  const std::vector<double> tied{3, 2, 2, 2, 2, 1};
+  for (const auto& [target, expected_threshold, expected_fraction] :
+       {std::tuple{0.6, 1.0, 5.0 / 6}, {0.5, 2.0, 1.0 / 6}, {0.45, 2.0, 1.0 / 6}, {0.75, 1.0, 5.0 / 6}}) {
+    std::vector<double> scores = tied;
+    const auto t = threshold_for_cloud_fraction(scores, target);
+    ASSERT_TRUE(t.ok()) << t.error().c_str();
+    EXPECT_EQ(*t, expected_threshold) << target;
+    EXPECT_DOUBLE_EQ(cloud_fraction_at(tied, *t), expected_fraction) << target;
+  }
+  // One group: none of it (equally near: the fewer cloud calls), or all of it.
+  std::vector<double> same(4, 0.25);
+  EXPECT_EQ(cloud_fraction_at(same, *threshold_for_cloud_fraction(same, 0.5)), 0.0);
+  EXPECT_EQ(cloud_fraction_at(same, *threshold_for_cloud_fraction(same, 0.75)), 1.0);
+}
+
+// All-cloud thresholds lie a whole unit below the lowest score, so the threshold printed as
+// the tools print it (9 significant digits, a float's precision) still sends every prompt.
+TEST(Calibration, AllCloudThresholdSurvivesPrinting) {
+  const double lowest = static_cast<double>(0.519785166f);
+  std::vector<double> scores{lowest, 2.0, 3.5};
+  std::vector<scored_outcome> rows{{lowest, 0, 1}, {2.0, 0, 1}, {3.5, 0, 1}};
+  for (const double t : {*threshold_for_cloud_fraction(scores, 1.0), *threshold_for_quality(rows, 1.0)}) {
+    char printed[32];
+    std::snprintf(printed, sizeof printed, "%.9g", t);
+    EXPECT_EQ(cloud_fraction_at(scores, std::strtod(printed, nullptr)), 1.0) << printed;
+  }
+}
+
+TEST(Calibration, QualityTargetRoutesWholeTieGroups) {
+  // Four copies of one prompt, weak wrong and strong right on each: 0.5 needs two of them,
+  // and a threshold sends all four or none.
+  std::vector<scored_outcome> same(4, scored_outcome{0.3, 0, 1});
+  auto t = threshold_for_quality(same, 0.5);
+  ASSERT_TRUE(t.ok()) << t.error().c_str();
+  EXPECT_EQ(quality_at(same, *t), 1.0);
+  // The target falls inside the tie at 0.5: the group goes whole, quality >= the target.
+  std::vector<scored_outcome> rows{{0.9, 0, 1}, {0.5, 0, 1}, {0.5, 0, 1}, {0.1, 1, 1}};
+  for (const double target : {0.25, 0.5, 0.75, 1.0}) {
+    std::vector<scored_outcome> sorted = rows;
+    t = threshold_for_quality(sorted, target);
+    ASSERT_TRUE(t.ok()) << t.error().c_str();
+    EXPECT_GE(quality_at(rows, *t), target) << target;
+  }
+  t = threshold_for_quality(rows, 0.75);
+  EXPECT_EQ(*t, 0.1);  // cut after the tie, not inside it
+}
+
+TEST(Calibration, NonFiniteInputIsAnError) {
+  for (const double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    std::vector<double> scores{0.1, bad, 0.3};
+    EXPECT_EQ(threshold_for_cloud_fraction(scores, 0.5).error().code(), hedge::errc::invalid_argument) << bad;
+    std::vector<scored_outcome> rows{{0.1, 0, 1}, {bad, 0, 1}};
+    EXPECT_EQ(threshold_for_quality(rows, 0.5).error().code(), hedge::errc::invalid_argument) << bad;
+  }
+  std::vector<double> scores{0.1, 0.2};
+  EXPECT_EQ(threshold_for_cloud_fraction(scores, std::nan("")).error().code(), hedge::errc::invalid_argument);
+  std::vector<scored_outcome> rows{{0.1, 0, 1}};
+  EXPECT_EQ(threshold_for_quality(rows, std::nan("")).error().code(), hedge::errc::invalid_argument);
 }
 
 TEST(Metrics, HandComputedCurve) {
@@ -92,6 +165,45 @@ TEST(Evaluation, FeaturesOfDifferentHashSeedsAreAnError) {
   const std::vector<const labelled_domain*> train{&domains[0]}, test{&domains[1]};
   EXPECT_FALSE(evaluate_split<256>(train, test, evaluation_options{}).ok());
   compute_features<256>(domains[1], 0);
+  EXPECT_TRUE(evaluate_leave_domain_out<256>(domains, evaluation_options{}).ok());
+}
+
+std::vector<labelled_domain> small_domains() {
+  std::vector<labelled_domain> domains(2);
+  for (std::size_t k = 0; k < domains.size(); ++k) {
+    domains[k].name = "domain" + std::to_string(k);
+    for (int i = 0; i < 20; ++i)
+      domains[k].rows.push_back({"Question " + std::to_string(i) + " about topic " + std::to_string(k),
+                                 static_cast<float>(i % 2), static_cast<float>(i % 3 != 0)});
+    compute_features<256>(domains[k]);
+  }
+  return domains;
+}
+
+// Options out of range are an error before any training (negative folds used to wrap to
+// a huge count and silently calibrate in-sample), and a fit that diverges to non-finite
+// scores is an error naming the block, not metrics of NaN scores.
+TEST(Evaluation, OptionsOutOfRangeAndDivergedFitsAreErrors) {
+  const auto domains = small_domains();
+  const auto with = [](auto change) {
+    evaluation_options opt;
+    change(opt);
+    return opt;
+  };
+  for (const auto& opt : {with([](auto& o) { o.target_cloud_fraction = 1.5; }),
+                          with([](auto& o) { o.target_cloud_fraction = std::nan(""); }),
+                          with([](auto& o) { o.fit.epochs = 0; }),
+                          with([](auto& o) { o.fit.learning_rate = -0.1; }),
+                          with([](auto& o) { o.fit.learning_rate = HUGE_VAL; }),
+                          with([](auto& o) { o.fit.l2 = -1.0; }),
+                          with([](auto& o) { o.calibration_folds = -2; })}) {
+    const auto report = evaluate_leave_domain_out<256>(domains, opt);
+    ASSERT_FALSE(report.ok());
+    EXPECT_EQ(report.error().code(), hedge::errc::invalid_argument) << report.error().c_str();
+  }
+  const auto diverged = evaluate_leave_domain_out<256>(domains, with([](auto& o) { o.fit.learning_rate = 1e30; }));
+  ASSERT_FALSE(diverged.ok());
+  EXPECT_NE(std::string(diverged.error().c_str()).find("diverged"), std::string::npos) << diverged.error().c_str();
   EXPECT_TRUE(evaluate_leave_domain_out<256>(domains, evaluation_options{}).ok());
 }
 

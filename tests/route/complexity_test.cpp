@@ -270,32 +270,152 @@ TEST(ComplexityModel, BadWeightsFilesAreErrorsWithLineNumbers) {
   EXPECT_EQ(code("hedge-complexity 1\n"), hedge::errc::unsupported);  // float weights, rotate-xor word hash
   EXPECT_EQ(code("hedge-complexity 2\n"), hedge::errc::unsupported);  // words hashed in 8-byte chunks
   EXPECT_EQ(code("hedge-complexity 3\n"), hedge::errc::unsupported);  // a 4-gram at every byte
-  EXPECT_EQ(code("hedge-complexity 5\n"), hedge::errc::unsupported);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 32\n"), hedge::errc::shape_mismatch);
-  EXPECT_EQ(code("hedge-complexity 4\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
-  EXPECT_EQ(code("hedge-complexity 4\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
-  EXPECT_EQ(code("hedge-complexity 4\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 4\n"), hedge::errc::unsupported);  // no saturation, no 'end' record
+  EXPECT_EQ(code("hedge-complexity 6\n"), hedge::errc::unsupported);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 32\n"), hedge::errc::shape_mismatch);
+  EXPECT_EQ(code("hedge-complexity 5\nbias 0\n"), hedge::errc::parse_error);  // no buckets line
+  EXPECT_EQ(code("hedge-complexity 5\nwords 1 5\nbuckets 16\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nwords 16 5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nwords 1 0.5\n"), hedge::errc::parse_error);  // not an integer
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nwords 1 32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nchars 1 -32768\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nscale words 0\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nscale chars -1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nscale dense 1e-5\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nbias nan\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\ndense no_such 1\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nbias 1 2\n"), hedge::errc::parse_error);
+  EXPECT_EQ(code("hedge-complexity 5\nbuckets 16\nhash_seed -1\n"), hedge::errc::parse_error);
   // A file without a hash_seed line means seed 0, also after a file that had one.
-  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 4\nbuckets 16\nhash_seed 7\n", m).ok());
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 5\nbuckets 16\nhash_seed 7\nend 3\n", m).ok());
   EXPECT_EQ(m.hash_seed, 7u);
-  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 4\nbuckets 16\n", m).ok());
+  ASSERT_TRUE(parse_complexity_weights("hedge-complexity 5\nbuckets 16\nend 2\n", m).ok());
   EXPECT_EQ(m.hash_seed, 0u);
-  const auto e = parse_complexity_weights("hedge-complexity 4\nbuckets 16\n# ok\nchars x 1\n", m).error();
+  const auto e = parse_complexity_weights("hedge-complexity 5\nbuckets 16\n# ok\nchars x 1\n", m).error();
   EXPECT_EQ(std::string{e.message()}, "complexity weights line 4: bad bucket index");
-  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 4\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\n", m).ok());
+  EXPECT_TRUE(parse_complexity_weights("# c\r\nhedge-complexity 5\r\nbuckets 16\r\nscale chars 1e-3\r\nchars 3 -7\r\nend 4\r\n", m).ok());
   EXPECT_EQ(m.hashed[1][3], -7);
   EXPECT_FLOAT_EQ(m.scale[1], 1e-3f);
   EXPECT_FLOAT_EQ(m.scale[0], 1.0f);
+}
+
+// Every feature saturates, so a model's score has a bound for any input: a 16 MB single
+// token (its mean word length alone once scored a logit of about 2e5) and a 50 MB field of
+// words score within max_abs_logit, on every arch, with weights at their worst (every
+// dense weight 1, every hashed weight the largest), and the dense features stay within
+// [0, dense_feature_max].
+TEST(ComplexityModel, HugePromptsScoreWithinTheBound) {
+  auto model = std::make_unique<complexity_model<4096>>();
+  model->bias = 0.5f;
+  model->dense.fill(1.0f);
+  model->scale = {1e-4f, 2e-4f};
+  for (auto& group : model->hashed) group.fill(complexity_model<4096>::max_hashed_weight);
+  const double bound = model->max_abs_logit();
+  ASSERT_TRUE(std::isfinite(bound));
+  EXPECT_LT(bound, 3000.0);
+  const std::string token(std::size_t{16} << 20, 'b');
+  std::string field;
+  while (field.size() < std::size_t{50} << 20) field += "Prove that x^2 + 1 > 0 for every real x; then EXPLAIN {why}? ";
+  for (const std::string* prompt : std::array<const std::string*, 2>{&token, &field}) {
+    const float z = model->logit(*prompt);
+    EXPECT_LE(std::abs(z), bound) << prompt->size();
+    EXPECT_EQ(model->logit(*prompt, hedge::arch::scalar{}), z);
+    const auto summary = complexity_features<4096>::extract(*prompt, [](hashed_group, std::uint32_t) noexcept {});
+    for (std::size_t k = 0; k < dense_feature_count; ++k) {
+      EXPECT_GE(summary.dense[k], 0.0f) << dense_feature_names[k];
+      EXPECT_LE(summary.dense[k], dense_feature_max[k]) << dense_feature_names[k];
+    }
+  }
+  // The token saturates its mean word length, and its one 4-gram ("bbbb", 8 M times) its
+  // group: that group's term is sqrt(hashed_saturation) times the largest weight.
+  const auto summary = complexity_features<4096>::extract(token, [](hashed_group, std::uint32_t) noexcept {});
+  const auto mean_word_length = static_cast<std::size_t>(dense_feature::mean_word_length);
+  EXPECT_EQ(summary.dense[mean_word_length], dense_feature_max[mean_word_length]);
+  auto gram_only = std::make_unique<complexity_model<4096>>();
+  gram_only->scale = model->scale;
+  gram_only->hashed[1] = model->hashed[1];
+  const double gram_term = 2e-4 * complexity_model<4096>::max_hashed_weight * hashed_saturation_sqrt;
+  EXPECT_NEAR(gram_only->logit(token), gram_term, gram_term * 1e-5);
+  EXPECT_LE(gram_only->logit(token), gram_only->max_abs_logit());
+}
+
+// The normalisation is 1/sqrt(n) up to hashed_saturation occurrences and sqrt(N)/n past
+// it: continuous at N, and n weights of magnitude w never sum to more than sqrt(N) w.
+TEST(ComplexityFeatures, HashedNormalisationSaturates) {
+  feature_summary s{};
+  s.occurrences = {100, hashed_saturation};
+  EXPECT_FLOAT_EQ(s.group_scale(hashed_group::words), 0.1f);
+  EXPECT_FLOAT_EQ(s.group_scale(hashed_group::chars), 1.0f / hashed_saturation_sqrt);
+  s.occurrences = {4 * hashed_saturation, std::uint64_t{1} << 40};
+  EXPECT_FLOAT_EQ(s.group_scale(hashed_group::words), 0.25f / hashed_saturation_sqrt);
+  EXPECT_FLOAT_EQ(static_cast<float>(std::uint64_t{1} << 40) * s.group_scale(hashed_group::chars), hashed_saturation_sqrt);
+}
+
+// Weights whose worst-case score is beyond the float range are refused, naming the entry's
+// line: 'scale words 3e38' with a word weight scored every prompt +-inf, and calibration
+// then printed threshold_logit=-inf.
+TEST(ComplexityModel, WeightsWithAnUnboundedScoreAreRefused) {
+  complexity_model<16> m;
+  const auto message = [&](std::string_view text) {
+    const auto r = parse_complexity_weights(text, m);
+    return r.ok() ? std::string{"ok"} : std::string{r.error().message()};
+  };
+  EXPECT_EQ(message("hedge-complexity 5\nbuckets 16\nscale words 3e38\nwords 3 1\nend 4\n"),
+            "complexity weights line 3: scale words (times its largest weight) makes the score unbounded: its "
+            "worst-case logit exceeds the float range");
+  EXPECT_EQ(message("hedge-complexity 5\nbuckets 16\n# q\ndense question_marks 3e37\nend 3\n"),
+            "complexity weights line 4: dense question_marks makes the score unbounded: its worst-case logit exceeds "
+            "the float range");
+  // Each term finite, their sum not: the largest is named.
+  EXPECT_EQ(message("hedge-complexity 5\nbuckets 16\ndense log_bytes 6e37\nbias -2e38\nend 4\n"),
+            "complexity weights line 4: bias makes the score unbounded: its worst-case logit exceeds the float range");
+  // A large scale with no weight in its group scores nothing: accepted.
+  EXPECT_EQ(message("hedge-complexity 5\nbuckets 16\nscale words 3e38\nchars 3 -7\nend 4\n"), "ok");
+  EXPECT_LE(std::abs(m.logit("a prompt of some length, with words")), m.max_abs_logit());
+}
+
+// The 'end <records>' record makes truncation an error: a file cut after any line or inside
+// one (as 'chars 4095 13367' cut to 'chars 4095 133'), or missing a line, is refused; the
+// whole file, and the whole file without its last newline, load.
+TEST(ComplexityModel, TruncatedWeightsFilesAreRefused) {
+  auto big = std::make_unique<complexity_model<4096>>();
+  hedge::model::seeded_random rng{3};
+  for (int k = 0; k < 60; ++k) big->hashed[rng.below(2)][rng.below(4096)] = static_cast<std::int16_t>(rng.below(2000) + 1);
+  big->hashed[1][4095] = 13367;
+  big->scale = {1e-5f, 2e-5f};
+  const std::string text = complexity_weights_text(*big, "truncation");
+  auto loaded = std::make_unique<complexity_model<4096>>();
+  ASSERT_TRUE(parse_complexity_weights(text, *loaded).ok());
+  EXPECT_EQ(loaded->hashed, big->hashed);
+  std::size_t cut = 0;
+  for (int line = 0; line < 20; ++line) cut = text.find('\n', cut) + 1;
+  const auto after_20_lines = parse_complexity_weights(std::string_view{text}.substr(0, cut), *loaded);
+  ASSERT_FALSE(after_20_lines.ok());
+  EXPECT_EQ(std::string{after_20_lines.error().message()},
+            "complexity weights: truncated (no 'end <records>' line after line 20)");
+  const std::size_t mid = text.find("chars 4095 13367\n");
+  ASSERT_NE(mid, std::string::npos);
+  EXPECT_FALSE(parse_complexity_weights(std::string_view{text}.substr(0, mid + 14), *loaded).ok());  // "chars 4095 133"
+  std::string lost_line = text;
+  lost_line.erase(mid, 17);
+  const auto lost = parse_complexity_weights(lost_line, *loaded);
+  ASSERT_FALSE(lost.ok());
+  EXPECT_NE(lost.error().message().find("records precede it"), std::string_view::npos);
+  EXPECT_FALSE(parse_complexity_weights(text + "bias 1\n", *loaded).ok());  // a record after 'end'
+  EXPECT_TRUE(parse_complexity_weights(text + "# a comment\n\n", *loaded).ok());
+
+  // Every cut of a small file.
+  complexity_model<16> small;
+  small.bias = -0.25f;
+  small.hashed[0][3] = 1250;
+  small.hashed[1][15] = -13367;
+  const std::string small_text = complexity_weights_text(small);
+  complexity_model<16> m;
+  for (std::size_t n = 0; n + 1 < small_text.size(); ++n)
+    EXPECT_FALSE(parse_complexity_weights(std::string_view{small_text}.substr(0, n), m).ok()) << small_text.substr(0, n);
+  EXPECT_TRUE(parse_complexity_weights(std::string_view{small_text}.substr(0, small_text.size() - 1), m).ok());
+  EXPECT_TRUE(parse_complexity_weights(small_text, m).ok());
+  EXPECT_EQ(m.hashed[1][15], -13367);
 }
 
 TEST(ComplexityTraining, LearnsASeparableToyTask) {
@@ -310,7 +430,7 @@ TEST(ComplexityTraining, LearnsASeparableToyTask) {
   for (const auto& f : features) x.push_back(&f);
   std::vector<float> weights(labels.size(), 1.0f);
   auto model = std::make_unique<complexity_model<1024>>();
-  train_complexity_model(x, labels, weights, logistic_options{.epochs = 30}, *model);
+  ASSERT_TRUE(train_complexity_model(x, labels, weights, logistic_options{.epochs = 30}, *model).ok());
   EXPECT_GT(model->probability("prove the theorem by induction"), 0.5f);
   EXPECT_LT(model->probability("what colour is a banana"), 0.5f);
 }

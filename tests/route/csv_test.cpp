@@ -3,13 +3,19 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hedge/os/csv_files.hpp"
 #include "hedge/route/training.hpp"
+#include "support/alloc_counter.hpp"
 
 namespace {
 
@@ -91,6 +97,79 @@ TEST(CsvFiles, ListsTheCsvFilesOfADirectorySorted) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code(), hedge::errc::io_error);
   EXPECT_NE(std::string(missing.error().c_str()).find(dir.string()), std::string::npos);
+}
+
+namespace fs = std::filesystem;
+
+fs::path scratch_dir(const char* name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       (std::string(name) + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+bool contains(const hedge::error& e, const std::string& text) { return std::string(e.c_str()).find(text) != std::string::npos; }
+
+// Errors name the file and the OS's reason, for reading and for writing; a full device
+// fails at the flush or close, after every fwrite has succeeded into the buffer.
+TEST(TextFiles, ErrorsNameTheFileAndTheReason) {
+  const fs::path dir = scratch_dir("hedge_text_files_");
+  const std::string missing = (dir / "missing.csv").string();
+  const auto read_missing = hedge::os::read_text_file(missing);
+  ASSERT_FALSE(read_missing.ok());
+  EXPECT_EQ(read_missing.error().code(), hedge::errc::io_error);
+  EXPECT_TRUE(contains(read_missing.error(), "cannot open " + missing + ": " + std::strerror(ENOENT)))
+      << read_missing.error().c_str();
+  const auto read_dir = hedge::os::load_labelled_csv(dir.string());
+  ASSERT_FALSE(read_dir.ok());
+  EXPECT_TRUE(contains(read_dir.error(), dir.string() + ": " + std::strerror(EISDIR))) << read_dir.error().c_str();
+
+  const std::string no_dir = (dir / "absent" / "out.txt").string();
+  const auto write_missing_dir = hedge::os::write_text_file(no_dir, "x");
+  ASSERT_FALSE(write_missing_dir.ok());
+  EXPECT_TRUE(contains(write_missing_dir.error(), "cannot write " + no_dir + ": " + std::strerror(ENOENT)))
+      << write_missing_dir.error().c_str();
+  const auto write_full = hedge::os::write_text_file("/dev/full", "a line\n");
+  ASSERT_FALSE(write_full.ok());
+  EXPECT_TRUE(contains(write_full.error(), std::string("cannot write /dev/full: ") + std::strerror(ENOSPC)))
+      << write_full.error().c_str();
+  fs::remove_all(dir);
+}
+
+// A file is read into a string reserved at its size: one allocation, so a 50 MB log is
+// never held twice while a growing string copies itself.
+TEST(TextFiles, ReadsALargeFileWithOneAllocation) {
+  const fs::path dir = scratch_dir("hedge_text_large_");
+  const std::string path = (dir / "large.csv").string();
+  std::string content;
+  for (int k = 0; content.size() < (4u << 20); ++k) content += "prompt number " + std::to_string(k) + ",1,0\n";
+  ASSERT_TRUE(hedge::os::write_text_file(path, content).ok());
+  hedge::test::alloc_scope scope;
+  const auto text = hedge::os::read_text_file(path);
+  const std::size_t allocations = scope.count();
+  ASSERT_TRUE(text.ok()) << text.error().c_str();
+  EXPECT_EQ(allocations, 1u);
+  EXPECT_TRUE(*text == content);
+  fs::remove_all(dir);
+}
+
+// Files whose size reads as 0 (a /proc file, a pipe) are read to their end all the same.
+TEST(TextFiles, ReadsFilesWithoutASize) {
+  const auto status = hedge::os::read_text_file("/proc/self/status");
+  ASSERT_TRUE(status.ok()) << status.error().c_str();
+  EXPECT_EQ(status->rfind("Name:", 0), 0u) << *status;
+
+  const fs::path dir = scratch_dir("hedge_text_fifo_");
+  const std::string fifo = (dir / "log.csv").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string content(200000, 'q');
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << content; });
+  const auto text = hedge::os::read_text_file(fifo);
+  writer.join();
+  ASSERT_TRUE(text.ok()) << text.error().c_str();
+  EXPECT_EQ(text->size(), content.size());
+  fs::remove_all(dir);
 }
 
 }  // namespace

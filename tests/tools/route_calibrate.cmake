@@ -1,12 +1,40 @@
 # hedge-route-calibrate end to end: train on some MMLU domains, re-calibrate on the prompts
 # of others (their outcome columns ignored), and check the quantile rule lands on the
-# target there; bad input is an error with a message, not a crash.
+# target there; bad input is an error with a message, not a crash. Tied scores first, on a
+# file written here (no data set needed).
 # cmake -DTRAIN= -DCALIBRATE= -DEVAL= -DDATA=<shared>/routing/mmlu -DBINARY= -P route_calibrate.cmake
+file(MAKE_DIRECTORY ${BINARY})
+
+# Four copies of one prompt, each weak wrong and strong right: their scores tie, and a
+# threshold sends all four to the cloud or none. Quality 0.5 needs the four (it printed
+# cloud_fraction=0.0000 quality=0.0000); a cloud fraction of 0.5 gets the nearer of 0 and 1
+# (equally near: the fewer cloud calls), with a note that ties kept it off the target.
+set(tied ${BINARY}/tied.csv)
+file(WRITE ${tied} "prompt,weak,strong\n")
+foreach(k RANGE 1 4)
+  file(APPEND ${tied} "\"Which planet is largest?\",0,1\n")
+endforeach()
+file(WRITE ${BINARY}/tied_train.csv "prompt,weak,strong\nWhich planet is largest?,0,1\nName a prime number,1,1\n")
+execute_process(COMMAND ${TRAIN} --out ${BINARY}/tied_weights.txt ${BINARY}/tied_train.csv
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hedge-route-train failed (${rc}): ${err}")
+endif()
+execute_process(COMMAND ${CALIBRATE} --weights ${BINARY}/tied_weights.txt --target-quality 0.5 ${tied}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "cloud_fraction=1\\.0000 prompts=4 quality=1\\.0000")
+  message(FATAL_ERROR "tied prompts must go to the cloud together to reach quality 0.5 (${rc}):\n${out}")
+endif()
+execute_process(COMMAND ${CALIBRATE} --weights ${BINARY}/tied_weights.txt --target-fraction 0.5 ${tied}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "cloud_fraction=0\\.0000 prompts=4" OR NOT err MATCHES "cannot be split")
+  message(FATAL_ERROR "a cloud fraction that ties cannot reach must be reported (${rc}):\n${out}${err}")
+endif()
+
 if(NOT EXISTS ${DATA}/mmlu_anatomy.csv)
   message(STATUS "SKIP: ${DATA} is absent")
   return()
 endif()
-file(MAKE_DIRECTORY ${BINARY})
 set(weights ${BINARY}/weights.txt)
 execute_process(COMMAND ${TRAIN} --out ${weights} --epochs 1 ${DATA}/mmlu_anatomy.csv ${DATA}/mmlu_astronomy.csv
                         ${DATA}/mmlu_virology.csv

@@ -12,8 +12,15 @@
 // Prints the threshold as a logit (complexity_policy::set_threshold_logit), as a probability
 // (the policy's constructor argument), and what it gives on the log; the last line is
 // `threshold_logit=<t> cloud_fraction=<f> prompts=<n>` (plus `quality=<q>` when labelled).
+// A threshold cannot split prompts with equal scores (calibration.hpp): the cloud fraction
+// printed is the one reached, and a note on standard error says when ties kept it off the
+// target by more than one prompt.
+// Exit status: 0 done (--help included), 1 an input failed or the target cannot be
+// reached (the message names the file and the reason), 2 a usage error.
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,11 +33,16 @@
 
 namespace {
 
-int usage(const char* message) {
-  std::fprintf(stderr,
-               "hedge-route-calibrate: %s\nusage: hedge-route-calibrate --weights FILE "
-               "(--target-fraction F | --target-quality Q) FILES...\n",
-               message);
+constexpr const char* usage_text =
+    "usage: hedge-route-calibrate --weights FILE --target-fraction F LOG...\n"
+    "       hedge-route-calibrate --weights FILE --target-quality Q LABELLED...\n"
+    "  F: the fraction of the prompts to send to the cloud, in [0, 1]\n"
+    "  Q: the mean outcome to reach with the fewest cloud calls, in [0, 1]\n"
+    "  LOG: CSV, header row, prompt in the first column; LABELLED: prompt, weak, strong\n"
+    "exit status: 0 done, 1 an input failed or the target cannot be reached, 2 a usage error\n";
+
+int usage(const std::string& message) {
+  std::fprintf(stderr, "hedge-route-calibrate: %s\n%s", message.c_str(), usage_text);
   return 2;
 }
 
@@ -44,33 +56,46 @@ int fail(const hedge::error& e) {
 int main(int argc, char** argv) {
   using namespace hedge::route;
   std::string weights;
-  double fraction = -1.0, quality = -1.0;
+  double target = 0.0;
+  bool by_quality = false, has_target = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    const bool value = i + 1 < argc;
-    if (a == "--weights" && value) weights = argv[++i];
-    else if (a == "--target-fraction" && value) {
-      if (!detail::parse_number(argv[++i], fraction) || fraction < 0.0) return usage("bad --target-fraction");
-    } else if (a == "--target-quality" && value) {
-      if (!detail::parse_number(argv[++i], quality) || quality < 0.0) return usage("bad --target-quality");
+    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
+    if (a.substr(0, 2) != "--") {
+      if (a.empty()) return usage("empty file name");
+      files.emplace_back(a);
+      continue;
     }
-    else if (a.substr(0, 2) != "--") files.emplace_back(a);
-    else return usage("unknown or incomplete option");
+    if (a != "--weights" && a != "--target-fraction" && a != "--target-quality")
+      return usage("unknown option " + std::string(a));
+    if (i + 1 == argc) return usage(std::string(a) + " needs a value");
+    const std::string_view v = argv[++i];
+    if (a == "--weights") {
+      if (v.empty()) return usage("--weights needs a path, not an empty string");
+      weights = v;
+      continue;
+    }
+    if (has_target) return usage("give one of --target-fraction and --target-quality, once");
+    // A value that does not parse whole as a finite number is an error, not 0 (as atof reads "abc").
+    if (!detail::parse_number(v, target) || target < 0.0 || target > 1.0)
+      return usage("bad " + std::string(a) + " '" + std::string(v) + "': expected a number in [0, 1]");
+    by_quality = a == "--target-quality";
+    has_target = true;
   }
   if (weights.empty() || files.empty()) return usage("needs --weights and at least one file");
-  if ((fraction >= 0.0) == (quality >= 0.0)) return usage("give exactly one of --target-fraction and --target-quality");
-  if (fraction > 1.0 || quality > 1.0) return usage("targets are fractions in [0, 1]");
+  if (!has_target) return usage("give one of --target-fraction and --target-quality");
 
   auto model = std::make_unique<complexity_model<>>();
   auto text = hedge::os::read_text_file(weights);
   if (!text) return fail(text.error());
-  if (auto parsed = parse_complexity_weights(*text, *model); !parsed) return fail(parsed.error());
+  if (auto parsed = parse_complexity_weights(*text, *model); !parsed)  // its message names the line, not the file
+    return std::fprintf(stderr, "hedge-route-calibrate: %s: %s\n", weights.c_str(), parsed.error().c_str()), 1;
 
   std::vector<double> scores;
   std::vector<scored_outcome> labelled;
   for (const auto& file : files) {
-    if (quality >= 0.0) {
+    if (by_quality) {
       auto rows = hedge::os::load_labelled_csv(file);
       if (!rows) return fail(rows.error());
       for (const auto& r : *rows) {
@@ -87,21 +112,28 @@ int main(int argc, char** argv) {
   if (scores.empty()) return fail(hedge::error{hedge::errc::invalid_argument} << "no prompts in the given files");
 
   // The quantile rule reorders the scores; the cloud fraction below is a count, so any order does.
-  auto threshold = quality >= 0.0 ? threshold_for_quality(labelled, quality)
-                                  : threshold_for_cloud_fraction(scores, fraction);
+  auto threshold = by_quality ? threshold_for_quality(labelled, target) : threshold_for_cloud_fraction(scores, target);
   if (!threshold) return fail(threshold.error());
   const double t = *threshold;
   const double cloud = cloud_fraction_at(scores, t);
+  const auto n = static_cast<double>(scores.size());
+  if (!by_quality && std::abs(cloud - target) * n > 1.0)
+    std::fprintf(stderr, "hedge-route-calibrate: note: prompts with equal scores at the threshold cannot be split: "
+                 "cloud fraction %.4f for the target %.4f\n", cloud, target);
   std::printf("prompts: %zu from %zu file(s)\n", scores.size(), files.size());
   std::printf("threshold: logit %.6g (probability %.6g)\n", t, 1.0 / (1.0 + std::exp(-t)));
   std::printf("cloud fraction on this log: %.4f\n", cloud);
-  if (quality >= 0.0) {
+  if (by_quality) {
     double total = 0.0;
     for (const auto& r : labelled) total += r.score > t ? r.strong : r.weak;
     std::printf("threshold_logit=%.9g cloud_fraction=%.4f prompts=%zu quality=%.4f\n", t, cloud, scores.size(),
-                total / static_cast<double>(labelled.size()));
+                total / n);
   } else {
     std::printf("threshold_logit=%.9g cloud_fraction=%.4f prompts=%zu\n", t, cloud, scores.size());
   }
+  // The threshold goes to standard output: a write that fails there (a full disk) fails the run.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
+    return std::fprintf(stderr, "hedge-route-calibrate: cannot write standard output: %s\n",
+                        std::strerror(errno != 0 ? errno : EIO)), 1;
   return 0;
 }

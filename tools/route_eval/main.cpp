@@ -14,8 +14,14 @@
 //   APGR=<x> CPT50=<y> CPT80=<z> random_APGR=<r> n=<rows>
 // Which features share a hash bucket changes with the seed, and APGR with it by about 0.02
 // on MMLU: one seed's figure is one draw, the mean is the method's.
+// Exit status: 0 done (--help included), 1 an input, evaluation or output failed (the
+// message names the file and the reason), 2 a usage error (the usage follows it).
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -30,12 +36,41 @@ namespace {
 using namespace hedge::route;
 constexpr std::size_t buckets = complexity_model<>::buckets;
 
-int usage(const char* message) {
-  std::fprintf(stderr, "hedge-route-eval: %s\nusage: hedge-route-eval --train FILES... --test FILES... | "
-               "--leave-domain-out DIR [--target-fraction F] [--epochs N] [--learning-rate X] [--l2 X] "
-               "[--label weak_wrong|strong_better] [--calibration-folds K] [--calibrate-on held-out-prompts|training] [--limit N] "
-               "[--csv PATH] [--svg PATH] [--hash-seeds K]\n", message);
+constexpr const char* usage_text =
+    "usage: hedge-route-eval --train FILES... --test FILES... [options]\n"
+    "       hedge-route-eval --leave-domain-out DIR [options]\n"
+    "options:\n"
+    "  --target-fraction F    calibration target cloud fraction in [0, 1] (default 0.5)\n"
+    "  --epochs N             training epochs, at least 1\n"
+    "  --learning-rate X      AdaGrad base step, positive\n"
+    "  --l2 X                 ridge penalty, at least 0\n"
+    "  --label weak_wrong|strong_better              what the scorer predicts (default strong_better)\n"
+    "  --calibrate-on held-out-prompts|training      where the threshold comes from (default held-out-prompts)\n"
+    "  --calibration-folds K  folds for --calibrate-on training (0: in-sample; default 3)\n"
+    "  --limit N              the first N domains of DIR (0: all)\n"
+    "  --csv PATH, --svg PATH the curve files (default route_eval.csv, route_eval.svg)\n"
+    "  --hash-seeds K         evaluate with feature hash seeds 0..K-1 (default 5)\n"
+    "exit status: 0 done, 1 an input, evaluation or output failed, 2 a usage error\n";
+
+int usage(const std::string& message) {
+  std::fprintf(stderr, "hedge-route-eval: %s\n%s", message.c_str(), usage_text);
   return 2;
+}
+
+int fail(const hedge::error& e) {
+  std::fprintf(stderr, "hedge-route-eval: %s\n", e.c_str());
+  return 1;
+}
+
+/// Appends printf-formatted text (the curve files are built whole, then written by
+/// os::write_text_file, which checks every step of the write).
+[[gnu::format(printf, 2, 3)]] void append(std::string& out, const char* format, ...) {
+  char line[512];
+  std::va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  if (n > 0) out.append(line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
 }
 
 hedge::result<labelled_domain> load_domain(const std::string& path) {
@@ -72,20 +107,18 @@ curve_points curves(const evaluation_report& report) {
   return c;
 }
 
-bool write_csv(const std::string& path, const curve_points& c, const evaluation_report& r) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return false;
+std::string curve_csv(const curve_points& c, const evaluation_report& r) {
+  std::string f;
   const double gap = r.router.strong_quality - r.router.weak_quality;
-  std::fprintf(f, "cloud_fraction,quality_router,pgr_router,quality_random,quality_oracle\n");
+  append(f, "cloud_fraction,quality_router,pgr_router,quality_random,quality_oracle\n");
   for (std::size_t k = 0; k < c.router.size(); ++k)
-    std::fprintf(f, "%.2f,%.5f,%.5f,%.5f,%.5f\n", k / 100.0, c.router[k], (c.router[k] - r.router.weak_quality) / gap,
-                 c.random[k], c.oracle[k]);
-  return std::fclose(f) == 0;
+    append(f, "%.2f,%.5f,%.5f,%.5f,%.5f\n", k / 100.0, c.router[k], (c.router[k] - r.router.weak_quality) / gap,
+           c.random[k], c.oracle[k]);
+  return f;
 }
 
-bool write_svg(const std::string& path, const curve_points& c, const evaluation_report& r) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return false;
+std::string curve_svg(const curve_points& c, const evaluation_report& r) {
+  std::string f;
   const double w = 640, h = 420, left = 60, right = 160, top = 30, bottom = 50;
   double lo = 1.0, hi = 0.0;
   for (const auto* v : {&c.router, &c.random, &c.oracle})
@@ -93,29 +126,29 @@ bool write_svg(const std::string& path, const curve_points& c, const evaluation_
   lo = std::max(0.0, lo - 0.02), hi = std::min(1.0, hi + 0.02);
   const auto x = [&](double frac) { return left + frac * (w - left - right); };
   const auto y = [&](double q) { return top + (hi - q) / (hi - lo) * (h - top - bottom); };
-  std::fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%g' height='%g' font-family='sans-serif' font-size='12'>\n", w, h);
-  std::fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
-  std::fprintf(f, "<text x='%g' y='18'>Quality vs cloud-call fraction (APGR %.3f, random %.3f, n=%zu)</text>\n", left,
-               r.router.apgr, r.random_apgr, r.router.n);
-  std::fprintf(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, h - bottom, w - right, h - bottom);
-  std::fprintf(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, top, left, h - bottom);
+  append(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%g' height='%g' font-family='sans-serif' font-size='12'>\n", w, h);
+  append(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
+  append(f, "<text x='%g' y='18'>Quality vs cloud-call fraction (APGR %.3f, random %.3f, n=%zu)</text>\n", left,
+         r.router.apgr, r.random_apgr, r.router.n);
+  append(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, h - bottom, w - right, h - bottom);
+  append(f, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='black'/>\n", left, top, left, h - bottom);
   for (int k = 0; k <= 4; ++k) {
     const double frac = k / 4.0, q = lo + k / 4.0 * (hi - lo);
-    std::fprintf(f, "<text x='%g' y='%g' text-anchor='middle'>%.2f</text>\n", x(frac), h - bottom + 16, frac);
-    std::fprintf(f, "<text x='%g' y='%g' text-anchor='end'>%.2f</text>\n", left - 4, y(q) + 4, q);
+    append(f, "<text x='%g' y='%g' text-anchor='middle'>%.2f</text>\n", x(frac), h - bottom + 16, frac);
+    append(f, "<text x='%g' y='%g' text-anchor='end'>%.2f</text>\n", left - 4, y(q) + 4, q);
   }
-  std::fprintf(f, "<text x='%g' y='%g' text-anchor='middle'>fraction of prompts sent to the strong (cloud) model</text>\n",
-               (left + w - right) / 2, h - 12);
+  append(f, "<text x='%g' y='%g' text-anchor='middle'>fraction of prompts sent to the strong (cloud) model</text>\n",
+         (left + w - right) / 2, h - 12);
   const struct { const std::vector<double>* v; const char* color; const char* label; } lines[] = {
       {&c.oracle, "#2a9d8f", "oracle"}, {&c.router, "#e76f51", "complexity scorer"}, {&c.random, "#888888", "random"}};
   int row = 0;
   for (const auto& l : lines) {
-    std::fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", l.color);
-    for (std::size_t k = 0; k < l.v->size(); ++k) std::fprintf(f, "%.1f,%.1f ", x(k / 100.0), y((*l.v)[k]));
-    std::fprintf(f, "'/>\n<text x='%g' y='%d' fill='%s'>%s</text>\n", w - right + 8, 50 + 18 * row++, l.color, l.label);
+    append(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", l.color);
+    for (std::size_t k = 0; k < l.v->size(); ++k) append(f, "%.1f,%.1f ", x(k / 100.0), y((*l.v)[k]));
+    append(f, "'/>\n<text x='%g' y='%d' fill='%s'>%s</text>\n", w - right + 8, 50 + 18 * row++, l.color, l.label);
   }
-  std::fprintf(f, "</svg>\n");
-  return std::fclose(f) == 0;
+  append(f, "</svg>\n");
+  return f;
 }
 
 }  // namespace
@@ -129,81 +162,90 @@ int main(int argc, char** argv) {
   std::vector<std::string>* list = nullptr;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--train") {
-      list = &train_files;
-    } else if (a == "--test") {
-      list = &test_files;
-    } else if (a.substr(0, 2) == "--" && !has_value) {
-      return usage("option without a value");
-    } else if (a == "--leave-domain-out") {
-      dir = argv[++i], list = nullptr;
+    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
+    if (a == "--train" || a == "--test") {
+      list = a == "--train" ? &train_files : &test_files;
+      continue;
+    }
+    if (a.substr(0, 2) != "--") {
+      if (list == nullptr) return usage("unexpected argument '" + std::string(a) + "'");
+      if (a.empty()) return usage("empty file name after --train or --test");
+      list->emplace_back(a);
+      continue;
+    }
+    list = nullptr;
+    static constexpr std::string_view valued[] = {"--leave-domain-out", "--target-fraction", "--epochs",
+                                                  "--learning-rate", "--l2", "--calibration-folds", "--calibrate-on",
+                                                  "--limit", "--label", "--hash-seeds", "--csv", "--svg"};
+    if (std::find(std::begin(valued), std::end(valued), a) == std::end(valued))
+      return usage("unknown option " + std::string(a));
+    if (i + 1 == argc) return usage(std::string(a) + " needs a value");
+    const std::string_view v = argv[++i];
+    // A value that does not parse whole as a finite number is an error, not 0 (as atof reads "abc").
+    const auto number = [&](auto& out) { return detail::parse_number(v, out); };
+    const auto bad = [&](const char* expected) {
+      return usage("bad " + std::string(a) + " '" + std::string(v) + "': expected " + expected);
+    };
+    if (a == "--leave-domain-out" || a == "--csv" || a == "--svg") {
+      if (v.empty()) return usage(std::string(a) + " needs a path, not an empty string");
+      (a == "--leave-domain-out" ? dir : a == "--csv" ? csv_path : svg_path) = v;
     } else if (a == "--target-fraction") {
-      if (!detail::parse_number(argv[++i], opt.target_cloud_fraction)) return usage("bad --target-fraction");
-      list = nullptr;
+      if (!number(opt.target_cloud_fraction) || opt.target_cloud_fraction < 0.0 || opt.target_cloud_fraction > 1.0)
+        return bad("a number in [0, 1]");
     } else if (a == "--epochs") {
-      if (!detail::parse_number(argv[++i], opt.fit.epochs)) return usage("bad --epochs");
-      list = nullptr;
+      if (!number(opt.fit.epochs) || opt.fit.epochs < 1) return bad("a whole number of at least 1");
     } else if (a == "--learning-rate") {
-      if (!detail::parse_number(argv[++i], opt.fit.learning_rate)) return usage("bad --learning-rate");
-      list = nullptr;
+      if (!number(opt.fit.learning_rate) || !(opt.fit.learning_rate > 0.0)) return bad("a positive number");
     } else if (a == "--l2") {
-      if (!detail::parse_number(argv[++i], opt.fit.l2)) return usage("bad --l2");
-      list = nullptr;
+      if (!number(opt.fit.l2) || opt.fit.l2 < 0.0) return bad("a number of at least 0");
     } else if (a == "--calibration-folds") {
-      if (!detail::parse_number(argv[++i], opt.calibration_folds)) return usage("bad --calibration-folds");
-      list = nullptr;
+      if (!number(opt.calibration_folds) || opt.calibration_folds < 0) return bad("a whole number of at least 0");
     } else if (a == "--calibrate-on") {
-      const std::string_view v = argv[++i];
       if (v == "training") opt.calibrate_on_held_out_prompts = false;
       else if (v == "held-out-prompts") opt.calibrate_on_held_out_prompts = true;
-      else return usage("--calibrate-on must be training or held-out-prompts");
-      list = nullptr;
+      else return bad("training or held-out-prompts");
     } else if (a == "--limit") {
-      if (!detail::parse_number(argv[++i], limit)) return usage("bad --limit");
-      list = nullptr;
+      if (!number(limit)) return bad("a whole number of at least 0 (0: every domain)");
     } else if (a == "--label") {
-      const std::string_view v = argv[++i];
       if (v == "weak_wrong") opt.target = training_target::weak_wrong;
       else if (v == "strong_better") opt.target = training_target::strong_better;
-      else return usage("--label must be weak_wrong or strong_better");
-      list = nullptr;
+      else return bad("weak_wrong or strong_better");
     } else if (a == "--hash-seeds") {
-      if (!detail::parse_number(argv[++i], hash_seeds) || hash_seeds == 0) return usage("bad --hash-seeds");
-      list = nullptr;
-    } else if (a == "--csv") {
-      csv_path = argv[++i], list = nullptr;
-    } else if (a == "--svg") {
-      svg_path = argv[++i], list = nullptr;
-    } else if (list != nullptr && a.substr(0, 2) != "--") {
-      list->emplace_back(a);
-    } else {
-      return usage("unknown argument");
+      if (!number(hash_seeds) || hash_seeds == 0) return bad("a whole number of at least 1");
     }
   }
   if (dir.empty() && (train_files.empty() || test_files.empty())) return usage("give --train and --test, or --leave-domain-out");
+  if (!dir.empty() && !(train_files.empty() && test_files.empty()))
+    return usage("give --leave-domain-out or --train and --test, not both");
+  if (csv_path == svg_path) return usage("--csv and --svg name the same file");
   // The curve CSV must not land in the directory being evaluated: the next leave-domain-out
   // run would read it as a domain and fail on its columns (the default path is the current
   // directory, so running the tool inside a data directory did exactly that).
-  if (std::error_code ec; !dir.empty() && std::filesystem::equivalent(
-                                              std::filesystem::absolute(csv_path).parent_path(), dir, ec))
-    return usage("--csv would write into the --leave-domain-out directory; give another path");
+  if (!dir.empty()) {
+    std::error_code ec;
+    const auto csv_dir = std::filesystem::absolute(csv_path, ec).parent_path();
+    if (!ec && std::filesystem::equivalent(csv_dir, dir, ec))
+      return usage("--csv would write into the --leave-domain-out directory; give another path");
+  }
 
   // Leave-domain-out: every domain in `train`.
   std::vector<labelled_domain> train, test;
   const auto load_all = [](const std::vector<std::string>& files, std::vector<labelled_domain>& out) -> bool {
     for (const auto& f : files) {
       auto d = load_domain(f);
-      if (!d) return std::fprintf(stderr, "hedge-route-eval: %s\n", d.error().c_str()), false;
+      if (!d) return fail(d.error()), false;
       out.push_back(std::move(*d));
     }
     return true;
   };
   if (!dir.empty()) {
     auto listed = hedge::os::csv_files_in(dir);
-    if (!listed) return std::fprintf(stderr, "hedge-route-eval: %s\n", listed.error().c_str()), 1;
+    if (!listed) return fail(listed.error());
     auto& files = *listed;
     if (limit != 0 && files.size() > limit) files.resize(limit);
+    if (files.size() < 2)
+      return std::fprintf(stderr, "hedge-route-eval: %s holds %zu .csv file(s) to use; leave-domain-out needs at least 2\n",
+                          dir.c_str(), files.size()), 1;
     if (!load_all(files, train)) return 1;
   } else if (!load_all(train_files, train) || !load_all(test_files, test)) {
     return 1;
@@ -219,7 +261,7 @@ int main(int argc, char** argv) {
   };
   // Every seed before any output: a failing seed leaves no partial report.
   const auto report = evaluate(0);
-  if (!report) return std::fprintf(stderr, "hedge-route-eval: %s\n", report.error().c_str()), 1;
+  if (!report) return fail(report.error());
   const auto& r = *report;
   std::vector<routing_metrics> per_seed{r.router};
   for (std::uint64_t seed = 1; seed < hash_seeds; ++seed) {
@@ -243,8 +285,11 @@ int main(int argc, char** argv) {
   std::printf("calibration (hash seed 0): target cloud fraction %.3f, held-out pooled %.4f, mean |block - target| %.4f\n",
               opt.target_cloud_fraction, r.held_out_cloud_fraction, abs_dev / static_cast<double>(r.blocks.size()));
   const auto c = curves(r);
-  if (!write_csv(csv_path, c, r)) std::fprintf(stderr, "hedge-route-eval: cannot write %s\n", csv_path.c_str());
-  if (!write_svg(svg_path, c, r)) std::fprintf(stderr, "hedge-route-eval: cannot write %s\n", svg_path.c_str());
+  const auto wrote_csv = hedge::os::write_text_file(csv_path, curve_csv(c, r));
+  if (!wrote_csv) fail(wrote_csv.error());
+  const auto wrote_svg = hedge::os::write_text_file(svg_path, curve_svg(c, r));
+  if (!wrote_svg) fail(wrote_svg.error());
+  if (!wrote_csv || !wrote_svg) return 1;
   std::printf("wrote %s and %s (hash seed 0)\n", csv_path.c_str(), svg_path.c_str());
   std::printf("\nrouter per feature hash seed:\n");
   double apgr = 0.0, cpt50 = 0.0, cpt80 = 0.0, apgr_min = r.router.apgr, apgr_max = r.router.apgr;
@@ -260,5 +305,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(hash_seeds), apgr / k, apgr_min, apgr_max, cpt50 / k, cpt80 / k);
   std::printf("APGR=%.4f CPT50=%.4f CPT80=%.4f random_APGR=%.4f n=%zu\n", apgr / k, cpt50 / k, cpt80 / k, r.random_apgr,
               r.router.n);
+  // The report goes to standard output: a write that fails there (a full disk) fails the run too.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
+    return std::fprintf(stderr, "hedge-route-eval: cannot write standard output: %s\n",
+                        std::strerror(errno != 0 ? errno : EIO)), 1;
   return 0;
 }

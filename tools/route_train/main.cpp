@@ -3,8 +3,8 @@
 // fraction calibrated on the training prompts (quantile rule; hedge-route-calibrate redoes
 // it on a deployment's own traffic).
 //
-//   hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X]
-//                     [--l2 X] [--label weak_wrong|strong_better] [--hash-seed S] FILES...
+// Exit status: 0 done (--help included), 1 an input, the fit or the output failed (the
+// message names the file and the reason), 2 a usage error (the usage follows it).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,6 +15,32 @@
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/evaluation.hpp"
 
+namespace {
+
+constexpr const char* usage_text =
+    "usage: hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] [--learning-rate X] [--l2 X]\n"
+    "                         [--label weak_wrong|strong_better] [--hash-seed S] FILES...\n"
+    "  FILES     labelled CSV files: a header row, then prompt, weak outcome, strong outcome\n"
+    "  --out     the weights file to write\n"
+    "  --target-fraction F  cloud fraction the printed threshold targets, in [0, 1] (default 0.5)\n"
+    "  --epochs N           passes over the data, 1 to 100000 (default 3)\n"
+    "  --learning-rate X    AdaGrad step, finite and > 0 (default 0.1)\n"
+    "  --l2 X               L2 penalty, finite and >= 0 (default 0.03)\n"
+    "  --label L            what the scorer predicts (default strong_better)\n"
+    "  --hash-seed S        feature hash seed the weights are trained with (default 0)\n";
+
+int usage_error(std::string_view message) {
+  std::fprintf(stderr, "hedge-route-train: %.*s\n%s", static_cast<int>(message.size()), message.data(), usage_text);
+  return 2;
+}
+
+int fail(const hedge::error& e) {
+  std::fprintf(stderr, "hedge-route-train: %s\n", e.c_str());
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace hedge::route;
   constexpr std::size_t buckets = complexity_model<>::buckets;
@@ -22,59 +48,62 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   evaluation_options opt;
   std::uint64_t hash_seed = 0;
-  // A value that does not parse whole as a number is an error, not 0 (as std::atof reads "abc").
-  const auto bad = [](std::string_view option) {
-    return std::fprintf(stderr, "hedge-route-train: bad value for %.*s\n", static_cast<int>(option.size()), option.data()), 2;
-  };
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    const bool value = i + 1 < argc;
-    if (a == "--out" && value) {
-      out = argv[++i];
-    } else if (a == "--target-fraction" && value) {
-      if (!detail::parse_number(argv[++i], opt.target_cloud_fraction)) return bad(a);
-    } else if (a == "--epochs" && value) {
-      if (!detail::parse_number(argv[++i], opt.fit.epochs)) return bad(a);
-    } else if (a == "--learning-rate" && value) {
-      if (!detail::parse_number(argv[++i], opt.fit.learning_rate)) return bad(a);
-    } else if (a == "--l2" && value) {
-      if (!detail::parse_number(argv[++i], opt.fit.l2)) return bad(a);
-    } else if (a == "--hash-seed" && value) {
-      if (!detail::parse_number(argv[++i], hash_seed)) return bad(a);
-    } else if (a == "--label" && value) {
-      const std::string_view v = argv[++i];
-      if (v == "weak_wrong") opt.target = training_target::weak_wrong;
-      else if (v == "strong_better") opt.target = training_target::strong_better;
-      else return bad(a);
-    } else if (a.substr(0, 2) != "--") {
-      files.emplace_back(a);
-    } else {
-      return std::fprintf(stderr, "hedge-route-train: unknown or incomplete option %s\n", argv[i]), 2;
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage_text, stdout);
+      return 0;
     }
+    if (a.substr(0, 2) != "--") {
+      files.emplace_back(a);
+      continue;
+    }
+    const bool known = a == "--out" || a == "--target-fraction" || a == "--epochs" || a == "--learning-rate" ||
+                       a == "--l2" || a == "--hash-seed" || a == "--label";
+    if (!known) return usage_error("unknown option " + std::string(a));
+    if (i + 1 == argc) return usage_error("option " + std::string(a) + " needs a value");
+    const std::string_view v = argv[++i];
+    // A value that does not parse whole as a number is an error, not 0 (as std::atof reads "abc").
+    bool parsed = true;
+    if (a == "--out") out = v;
+    else if (a == "--target-fraction") parsed = detail::parse_number(v, opt.target_cloud_fraction) &&
+                                                opt.target_cloud_fraction >= 0.0 && opt.target_cloud_fraction <= 1.0;
+    else if (a == "--epochs") parsed = detail::parse_number(v, opt.fit.epochs);
+    else if (a == "--learning-rate") parsed = detail::parse_number(v, opt.fit.learning_rate);
+    else if (a == "--l2") parsed = detail::parse_number(v, opt.fit.l2);
+    else if (a == "--hash-seed") parsed = detail::parse_number(v, hash_seed);
+    else if (v == "weak_wrong") opt.target = training_target::weak_wrong;
+    else if (v == "strong_better") opt.target = training_target::strong_better;
+    else parsed = false;
+    if (!parsed) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
   }
-  if (out.empty() || files.empty())
-    return std::fprintf(stderr, "usage: hedge-route-train --out WEIGHTS [--target-fraction F] [--epochs N] "
-                                "[--learning-rate X] [--l2 X] [--label weak_wrong|strong_better] [--hash-seed S] FILES...\n"), 2;
+  if (out.empty()) return usage_error("no --out file");
+  if (files.empty()) return usage_error("no input files");
+  // Before reading any file: a learning rate of 1e30 or 0 epochs is a usage error.
+  if (auto checked = check_logistic_options(opt.fit); !checked)
+    return usage_error(std::string("bad fit parameters: ") + checked.error().c_str());
   std::vector<labelled_domain> domains;
   std::size_t rows = 0;
   for (const auto& f : files) {
     auto loaded = hedge::os::load_labelled_csv(f);
-    if (!loaded) return std::fprintf(stderr, "hedge-route-train: %s\n", loaded.error().c_str()), 1;
+    if (!loaded) return fail(loaded.error());
     domains.push_back({f, std::move(*loaded), {}});
     compute_features<buckets>(domains.back(), hash_seed);
     rows += domains.back().rows.size();
   }
   std::vector<const labelled_domain*> train;
   for (const auto& d : domains) train.push_back(&d);
+  // A diverged fit (NaN or unbounded weights) is an error before anything is written.
   const auto model = detail::train_on<buckets>(train, opt);
-  auto scores = detail::calibration_scores<buckets>(train, *model, opt);
-  const auto threshold = threshold_for_cloud_fraction(scores, opt.target_cloud_fraction);
-  if (!threshold) return std::fprintf(stderr, "hedge-route-train: %s\n", threshold.error().c_str()), 1;
+  if (!model) return fail(model.error());
+  auto scores = detail::calibration_scores<buckets>(train, **model, opt);
+  if (!scores) return fail(scores.error());
+  const auto threshold = threshold_for_cloud_fraction(*scores, opt.target_cloud_fraction);
+  if (!threshold) return fail(threshold.error());
   char comment[160];
   std::snprintf(comment, sizeof comment, "trained on %zu rows from %zu files; logit threshold for cloud fraction %.3f: %.6f",
                 rows, files.size(), opt.target_cloud_fraction, *threshold);
-  if (auto w = hedge::os::write_complexity_weights(*model, out, comment); !w)
-    return std::fprintf(stderr, "hedge-route-train: %s\n", w.error().c_str()), 1;
+  if (auto w = hedge::os::write_complexity_weights(**model, out, comment); !w) return fail(w.error());
   std::printf("%s\nwrote %s\n", comment, out.c_str());
   // A threshold carried over from the training domains can miss the target by several
   // points on other traffic (docs/routing.md, "Calibration"): say how to redo it.

@@ -4,12 +4,17 @@
 //
 // Namespace hedge::os, as the folder: a call site that reads a file says so (os::...),
 // and route/ stays free of the file system. Uses the heap and the C and C++ file APIs;
-// errors are result values (the listing uses std::filesystem's error_code overloads).
+// errors are result values that name the file and the OS's reason (the listing uses
+// std::filesystem's error_code overloads: nothing here throws).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -22,27 +27,45 @@
 
 namespace hedge::os {
 
-/// Whole file as a string.
+/// Whole file as a string. The string is reserved at the file's size first, so reading a
+/// large file holds it once, not twice while a growing string reallocates; a pipe or a
+/// /proc file, whose size reads as 0, is read to its end all the same. Errors name the
+/// file and the OS's reason (`cannot open X: No such file or directory`).
 inline result<std::string> read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return error{errc::io_error} << "cannot open " << path;
+  if (f == nullptr) return error{errc::io_error} << "cannot open " << path << ": " << std::strerror(errno);
   std::string text;
+  struct ::stat info {};
+  if (::fstat(::fileno(f), &info) == 0) {
+    // fopen opens a directory for reading; its reads fail with EISDIR on Linux, not on every OS.
+    if (S_ISDIR(info.st_mode)) {
+      std::fclose(f);
+      return error{errc::io_error} << "cannot read " << path << ": " << std::strerror(EISDIR);
+    }
+    if (S_ISREG(info.st_mode) && info.st_size > 0) text.reserve(static_cast<std::size_t>(info.st_size));
+  }
   char buffer[1 << 16];
   std::size_t n;
+  errno = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
   const bool failed = std::ferror(f) != 0;
+  const int reason = errno != 0 ? errno : EIO;
   std::fclose(f);
-  if (failed) return error{errc::io_error} << "error reading " << path;
+  if (failed) return error{errc::io_error} << "cannot read " << path << ": " << std::strerror(reason);
   return text;
 }
 
-/// Writes `text` as the whole file at `path` (created or replaced).
+/// Writes `text` as the whole file at `path` (created or replaced). A full disk (or
+/// /dev/full) can fail at the write, the flush or the close: each is checked, and the
+/// error names the file and the OS's reason.
 inline result<void> write_text_file(const std::string& path, std::string_view text) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return error{errc::io_error} << "cannot create " << path;
-  const bool short_write = std::fwrite(text.data(), 1, text.size(), f) != text.size();
-  const bool failed = std::ferror(f) != 0 || short_write;
-  if (std::fclose(f) != 0 || failed) return error{errc::io_error} << "error writing " << path;
+  if (f == nullptr) return error{errc::io_error} << "cannot write " << path << ": " << std::strerror(errno);
+  errno = 0;
+  bool failed = std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0;
+  int reason = errno;
+  if (std::fclose(f) != 0 && !failed) failed = true, reason = errno;
+  if (failed) return error{errc::io_error} << "cannot write " << path << ": " << std::strerror(reason != 0 ? reason : EIO);
   return ok();
 }
 

@@ -23,8 +23,15 @@
 // each group) / sqrt(occurrences in that group): the normalisation keeps long and
 // short prompts on one scale, and can be applied at the end, so scoring needs no
 // feature vector at all.
+// Every feature saturates, so a linear model's score has a bound for any input (a 16 MB
+// token, a 50 MB field): each dense feature stops at dense_feature_max (counts at 2^32,
+// the mean word length at 32 bytes), and past hashed_saturation occurrences a group's
+// normalisation turns from 1/sqrt(n) to sqrt(N)/n, so the group's term is at most
+// sqrt(N) times its largest weight. MMLU's longest prompt (4.9 KB: 2,447 grams, a mean
+// word length of 8.2) is far below every saturation point.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -96,16 +103,27 @@ struct feature_hash_keys {
   }
 };
 
+/// Occurrences of a hashed group past which its normalisation saturates (feature_summary::
+/// group_scale): 128 KB of text in 4-grams.
+inline constexpr std::uint64_t hashed_saturation = std::uint64_t{1} << 16;
+/// sqrt(hashed_saturation): the most a group's normalised sum can be, in units of its
+/// largest weight.
+inline constexpr float hashed_saturation_sqrt = 256.0f;
+static_assert(hashed_saturation_sqrt * hashed_saturation_sqrt == static_cast<float>(hashed_saturation));
+
 /// What extraction produces besides the hashed features it reported.
 struct feature_summary {
   std::array<float, dense_feature_count> dense{};
-  /// Occurrences reported per hashed group (for the 1/sqrt(n) normalisation).
-  std::array<std::uint32_t, hashed_group_count> occurrences{};
+  /// Occurrences reported per hashed group (for the normalisation).
+  std::array<std::uint64_t, hashed_group_count> occurrences{};
 
-  /// Scale applied to every hashed feature of group g.
+  /// Scale applied to every hashed feature of group g: 1/sqrt(n) for n occurrences, and
+  /// sqrt(N)/n past N = hashed_saturation (the two meet at N), so that the sum of n
+  /// weights of magnitude at most w, scaled, stays within sqrt(N) w however long the prompt.
   [[nodiscard]] float group_scale(hashed_group g) const noexcept {
     const auto n = occurrences[static_cast<std::size_t>(g)];
-    return n == 0 ? 0.0f : 1.0f / std::sqrt(static_cast<float>(n));
+    if (n == 0) return 0.0f;
+    return n <= hashed_saturation ? 1.0f / std::sqrt(static_cast<float>(n)) : hashed_saturation_sqrt / static_cast<float>(n);
   }
 };
 
@@ -170,14 +188,26 @@ constexpr float log1p_count(std::uint64_t n) noexcept {
   return static_cast<float>(static_cast<double>(e) * 0.6931471805599453 + 2.0 * s * series);
 }
 
+/// Counts at which the log-count features saturate (4 GiB of text).
+inline constexpr std::uint64_t count_saturation = std::uint64_t{1} << 32;
+/// log(1 + n), n saturated at count_saturation.
+constexpr float log1p_saturated(std::uint64_t n) noexcept {
+  return log1p_count(n < count_saturation ? n : count_saturation);
+}
+/// Mean word length (bytes) at which its feature saturates: four times an English word's,
+/// past it a prompt is a blob (a long token, base64), however long.
+inline constexpr float mean_word_length_saturation = 32.0f;
+
 /// Scan state, carried from the vector blocks into the scalar tail.
 struct scan_state {
   feature_hash_keys keys;
-  std::array<std::uint32_t, category_count> counts{};
+  // Counts are 64-bit: a prompt of 4 GiB or more must not wrap them (the occurrences they
+  // give bound the hashed sums).
+  std::array<std::uint64_t, category_count> counts{};
   std::uint32_t gram = 0;      ///< last four folded bytes, the latest in the low byte
-  std::uint32_t gram_len = 0;  ///< bytes so far
+  std::uint64_t gram_len = 0;  ///< bytes so far
   // Words: maximal runs of letters, digits and non-ASCII bytes.
-  std::uint32_t words = 0, word_bytes = 0, numbers = 0;
+  std::uint64_t words = 0, word_bytes = 0, numbers = 0;
   std::uint64_t prev_word = 0;
   std::uint64_t first8 = 0;   ///< first 8 bytes of the word in progress, little-endian
   std::uint32_t length = 0;   ///< bytes of the word in progress (0: between words)
@@ -233,7 +263,8 @@ HEDGE_ALWAYS_INLINE void word_pass_range(const unsigned char* bytes, std::size_t
 template <unsigned BucketBits, class Visitor>
 HEDGE_ALWAYS_INLINE void char_pass_range(const unsigned char* bytes, std::size_t begin, std::size_t end,
                                          scan_state& st, Visitor& visit) noexcept {
-  std::uint32_t gram = st.gram, gram_len = st.gram_len;
+  std::uint32_t gram = st.gram;
+  std::uint64_t gram_len = st.gram_len;
   const std::uint32_t key = st.keys.gram;
   for (std::size_t chunk = begin; chunk < end; chunk += 255) {
     const std::size_t chunk_end = end - chunk < 255 ? end : chunk + 255;
@@ -527,6 +558,24 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void scan(const unsigned char* bytes, std:
 }  // namespace detail
 #endif
 
+/// The largest value of each dense feature for any input, by dense_feature index (the
+/// smallest is 0): the formulas of complexity_features::summarize at their saturation
+/// points (counts at detail::count_saturation, fractions at 1, the mean word length at
+/// detail::mean_word_length_saturation).
+inline constexpr std::array<float, dense_feature_count> dense_feature_max{
+    detail::log1p_saturated(detail::count_saturation) / 8.0f,  // log_bytes
+    detail::log1p_saturated(detail::count_saturation) / 6.0f,  // log_words
+    4.0f,                                                       // digit_fraction
+    10.0f,                                                      // math_fraction
+    4.0f,                                                       // upper_fraction
+    10.0f,                                                      // code_fraction
+    detail::log1p_saturated(detail::count_saturation),         // question_marks
+    detail::log1p_saturated(detail::count_saturation) / 4.0f,  // log_lines
+    detail::mean_word_length_saturation / 8.0f,                 // mean_word_length
+    detail::log1p_saturated(detail::count_saturation) / 3.0f,  // latex_markers
+    4.0f,                                                       // number_fraction
+};
+
 /// Extracts complexity features in two passes over the bytes (no allocation).
 /// \tparam Buckets number of hash buckets (a power of two)
 template <std::size_t Buckets>
@@ -588,25 +637,27 @@ class complexity_features {
   HEDGE_ALWAYS_INLINE static feature_summary summarize(std::string_view text, const detail::scan_state& st) noexcept {
     feature_summary s;
     const auto& counts = st.counts;
-    const std::uint32_t gram_len = st.gram_len, words = st.words, word_bytes = st.word_bytes, numbers = st.numbers;
-    const std::uint32_t digits = counts[detail::digit], math = counts[detail::math], upper = counts[detail::upper],
+    const std::uint64_t gram_len = st.gram_len, words = st.words, word_bytes = st.word_bytes, numbers = st.numbers;
+    const std::uint64_t digits = counts[detail::digit], math = counts[detail::math], upper = counts[detail::upper],
                         code = counts[detail::code], questions = counts[detail::question],
                         lines = counts[detail::newline] + 1, latex = counts[detail::latex];
 
     const auto n = static_cast<float>(text.empty() ? 1 : text.size());
-    const auto fraction = [n](std::uint32_t k) { return static_cast<float>(k) / n; };
+    const auto fraction = [n](std::uint64_t k) { return static_cast<float>(k) / n; };
     auto& d = s.dense;
-    d[static_cast<std::size_t>(dense_feature::log_bytes)] = detail::log1p_count(text.size()) / 8.0f;
-    d[static_cast<std::size_t>(dense_feature::log_words)] = detail::log1p_count(words) / 6.0f;
+    d[static_cast<std::size_t>(dense_feature::log_bytes)] = detail::log1p_saturated(text.size()) / 8.0f;
+    d[static_cast<std::size_t>(dense_feature::log_words)] = detail::log1p_saturated(words) / 6.0f;
     d[static_cast<std::size_t>(dense_feature::digit_fraction)] = fraction(digits) * 4.0f;
     d[static_cast<std::size_t>(dense_feature::math_fraction)] = fraction(math) * 10.0f;
     d[static_cast<std::size_t>(dense_feature::upper_fraction)] = fraction(upper) * 4.0f;
     d[static_cast<std::size_t>(dense_feature::code_fraction)] = fraction(code) * 10.0f;
-    d[static_cast<std::size_t>(dense_feature::question_marks)] = detail::log1p_count(questions);
-    d[static_cast<std::size_t>(dense_feature::log_lines)] = detail::log1p_count(lines) / 4.0f;
+    d[static_cast<std::size_t>(dense_feature::question_marks)] = detail::log1p_saturated(questions);
+    d[static_cast<std::size_t>(dense_feature::log_lines)] = detail::log1p_saturated(lines) / 4.0f;
     d[static_cast<std::size_t>(dense_feature::mean_word_length)] =
-        words == 0 ? 0.0f : static_cast<float>(word_bytes) / static_cast<float>(words) / 8.0f;
-    d[static_cast<std::size_t>(dense_feature::latex_markers)] = detail::log1p_count(latex) / 3.0f;
+        words == 0 ? 0.0f
+                   : std::min(static_cast<float>(word_bytes) / static_cast<float>(words),
+                              detail::mean_word_length_saturation) / 8.0f;
+    d[static_cast<std::size_t>(dense_feature::latex_markers)] = detail::log1p_saturated(latex) / 3.0f;
     d[static_cast<std::size_t>(dense_feature::number_fraction)] =
         words == 0 ? 0.0f : static_cast<float>(numbers) / static_cast<float>(words) * 4.0f;
     // Unigrams plus bigrams between consecutive words; a 4-gram ending at each odd byte from

@@ -14,10 +14,10 @@
 //
 // Weights file (text, one record per line, '#' starts a comment line):
 //
-//     hedge-complexity 4            magic and format version (4: the features of
-//                                   complexity_features.hpp since 4-grams end at every
-//                                   second byte; words hashed by their first 8 bytes and
-//                                   length; 4-grams with punctuation; quantised weights)
+//     hedge-complexity 5            magic and format version (5: the saturating features
+//                                   of complexity_features.hpp and the 'end' record; 4:
+//                                   4-grams at every second byte, words hashed by their
+//                                   first 8 bytes and length, quantised weights)
 //     buckets 4096                  hash buckets; must equal the model's Buckets
 //     hash_seed 0                   the feature hash keys the weights belong to
 //                                   (feature_hash_keys::of_seed); default 0
@@ -28,17 +28,25 @@
 //     scale chars 9.8e-06
 //     words 812 2731                hashed word-group weight: bucket, integer in [-32767, 32767]
 //     chars 90 -203                 hashed char-group weight: bucket, integer in [-32767, 32767]
+//     end 19                        last record: the number of records before it (the magic
+//                                   line included; comments and blank lines not), so a
+//                                   file cut after any line, or inside one, is refused
 //
-// Buckets not listed are 0, so a file only lists the weights training touched.
+// Buckets not listed are 0, so a file only lists the weights training touched. Only
+// comments and blank lines may follow 'end'. The weights must keep the score finite for
+// every prompt: a file whose bound (complexity_model::max_abs_logit) exceeds the float
+// range (e.g. 'scale words 3e38' with a non-zero word weight) is refused, naming the entry.
 // The model is 2 x Buckets x 2 bytes plus a few floats: keep it in static storage or a
 // caller buffer and give policies a pointer to it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -54,7 +62,7 @@
 namespace hedge::route {
 
 /// Version of the weights file format and of the features its weights belong to.
-inline constexpr std::uint32_t complexity_weights_version = 4;
+inline constexpr std::uint32_t complexity_weights_version = 5;
 
 /// Logistic complexity model.
 /// \tparam Buckets hash buckets per hashed group (a power of two)
@@ -86,6 +94,32 @@ struct complexity_model {
                                                                      : hashed_sums<true>(prompt, tag));
     });
   }
+  /// A bound on |logit(prompt)| over every prompt, of any length, float rounding included:
+  /// |bias| + sum_k |dense_k| dense_feature_max[k] + sum_g scale_g max_b |hashed_g[b]|
+  /// sqrt(hashed_saturation) (a group's normalised sum is at most sqrt(N) times its
+  /// largest weight: feature_summary::group_scale), times 1 + 2^-18, more than the
+  /// relative error of the logit's float operations (under 20 roundings of 2^-24).
+  [[nodiscard]] double max_abs_logit() const noexcept {
+    double bound = 0.0;
+    for (const double term : logit_bound_terms()) bound += term;
+    return bound * (1.0 + 0x1p-18);
+  }
+  /// The terms of max_abs_logit's sum, without the rounding margin: the bias, the dense
+  /// features by index, then the hashed groups.
+  [[nodiscard]] std::array<double, 1 + dense_feature_count + hashed_group_count> logit_bound_terms() const noexcept {
+    std::array<double, 1 + dense_feature_count + hashed_group_count> terms{};
+    terms[0] = std::abs(static_cast<double>(bias));
+    for (std::size_t k = 0; k < dense_feature_count; ++k)
+      terms[1 + k] = std::abs(static_cast<double>(dense[k])) * static_cast<double>(dense_feature_max[k]);
+    for (std::size_t g = 0; g < hashed_group_count; ++g) {
+      int largest = 0;
+      for (const hashed_weight w : hashed[g]) largest = std::max(largest, std::abs(static_cast<int>(w)));
+      terms[1 + dense_feature_count + g] = std::abs(static_cast<double>(scale[g])) * largest *
+                                           static_cast<double>(hashed_saturation_sqrt);
+    }
+    return terms;
+  }
+
   /// Probability that the prompt needs the cloud tier.
   template <class A = arch::best>
   [[nodiscard]] float probability(std::string_view prompt, A = {}) const noexcept {
@@ -188,8 +222,10 @@ struct complexity_model {
     const feature_summary s = features::summarize(prompt, r.counts);
     float z = bias;
     for (std::size_t k = 0; k < dense_feature_count; ++k) z += dense[k] * s.dense[k];
+    // The normalised sum first: it is at most sqrt(hashed_saturation) x 32767, so times the
+    // scale it stays within max_abs_logit (the raw sum times the scale could overflow).
     for (std::size_t g = 0; g < hashed_group_count; ++g)
-      z += scale[g] * static_cast<float>(r.sums[g]) * s.group_scale(static_cast<hashed_group>(g));
+      z += scale[g] * (static_cast<float>(r.sums[g]) * s.group_scale(static_cast<hashed_group>(g)));
     return z;
   }
 };
@@ -220,13 +256,16 @@ bool parse_number(std::string_view s, T& out) noexcept {
 /// \tparam Buckets the model's bucket count; the file must declare the same
 template <std::size_t Buckets>
 result<void> parse_complexity_weights(std::string_view text, complexity_model<Buckets>& model) noexcept {
+  using model_type = complexity_model<Buckets>;
   model.bias = 0.0f;
   model.dense.fill(0.0f);
   model.hash_seed = 0;
   model.scale.fill(1.0f);
   for (auto& g : model.hashed) g.fill(0);
-  bool seen_magic = false, seen_buckets = false;
-  std::size_t line_no = 0;
+  bool seen_magic = false, seen_buckets = false, seen_end = false;
+  std::size_t line_no = 0, records = 0;
+  // The line of each entry of model_type::logit_bound_terms (0: not in the file).
+  std::array<std::size_t, 1 + dense_feature_count + hashed_group_count> term_line{};
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -238,6 +277,7 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
     const auto bad = [&](std::string_view what) {
       return error{errc::parse_error} << "complexity weights line " << line_no << ": " << what;
     };
+    if (seen_end) return bad("a record after 'end'");
     if (!seen_magic) {
       std::uint32_t version = 0;
       if (key != "hedge-complexity") return bad("expected 'hedge-complexity <version>' first");
@@ -246,6 +286,13 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
         return error{errc::unsupported} << "complexity weights version " << version << " (this build reads "
                                         << complexity_weights_version << ")";
       seen_magic = true;
+    } else if (key == "end") {
+      std::uint64_t count = 0;
+      if (!detail::parse_number(detail::next_field(line), count)) return bad("bad record count");
+      if (count != records)
+        return error{errc::parse_error} << "complexity weights line " << line_no << ": 'end " << count
+                                        << "' but " << records << " records precede it (lines lost or added)";
+      seen_end = true;
     } else if (key == "buckets") {
       std::uint64_t n = 0;
       if (!detail::parse_number(detail::next_field(line), n)) return bad("bad bucket count");
@@ -257,18 +304,22 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
       if (!detail::parse_number(detail::next_field(line), model.hash_seed)) return bad("bad hash seed");
     } else if (key == "bias") {
       if (!detail::parse_number(detail::next_field(line), model.bias)) return bad("bad bias value");
+      term_line[0] = line_no;
     } else if (key == "dense") {
       const auto name = detail::next_field(line);
       std::size_t k = 0;
       while (k < dense_feature_count && dense_feature_names[k] != name) ++k;
       if (k == dense_feature_count) return bad("unknown dense feature");
       if (!detail::parse_number(detail::next_field(line), model.dense[k])) return bad("bad dense value");
+      term_line[1 + k] = line_no;
     } else if (key == "scale") {
       const auto name = detail::next_field(line);
       if (name != "words" && name != "chars") return bad("unknown hashed group");
       float step = 0.0f;
       if (!detail::parse_number(detail::next_field(line), step) || !(step > 0.0f)) return bad("bad scale value");
-      model.scale[static_cast<std::size_t>(name == "words" ? hashed_group::words : hashed_group::chars)] = step;
+      const auto g = static_cast<std::size_t>(name == "words" ? hashed_group::words : hashed_group::chars);
+      model.scale[g] = step;
+      term_line[1 + dense_feature_count + g] = line_no;
     } else if (key == "words" || key == "chars") {
       if (!seen_buckets) return bad("'buckets' must precede hashed weights");
       std::uint64_t bucket = 0;
@@ -276,17 +327,32 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
       if (bucket >= Buckets) return bad("bucket index out of range");
       const auto g = static_cast<std::size_t>(key == "words" ? hashed_group::words : hashed_group::chars);
       std::int32_t value = 0;
-      if (!detail::parse_number(detail::next_field(line), value) || value < -complexity_model<Buckets>::max_hashed_weight ||
-          value > complexity_model<Buckets>::max_hashed_weight)
+      if (!detail::parse_number(detail::next_field(line), value) || value < -model_type::max_hashed_weight ||
+          value > model_type::max_hashed_weight)
         return bad("bad weight value");
-      model.hashed[g][bucket] = static_cast<typename complexity_model<Buckets>::hashed_weight>(value);
+      model.hashed[g][bucket] = static_cast<typename model_type::hashed_weight>(value);
     } else {
       return bad("unknown record");
     }
     if (!detail::next_field(line).empty()) return bad("trailing fields");
+    ++records;
   }
   if (!seen_magic) return error{errc::parse_error} << "complexity weights: empty file";
   if (!seen_buckets) return error{errc::parse_error} << "complexity weights: no 'buckets' line";
+  if (!seen_end)
+    return error{errc::parse_error} << "complexity weights: truncated (no 'end <records>' line after line " << line_no
+                                    << ")";
+  // Every value is finite, yet the score may not be: name the largest term of its bound.
+  if (!(model.max_abs_logit() <= static_cast<double>(std::numeric_limits<float>::max()))) {
+    const auto terms = model.logit_bound_terms();
+    const auto k = static_cast<std::size_t>(std::max_element(terms.begin(), terms.end()) - terms.begin());
+    error e{errc::parse_error};
+    e << "complexity weights line " << term_line[k] << ": ";
+    if (k == 0) e << "bias";
+    else if (k <= dense_feature_count) e << "dense " << dense_feature_names[k - 1];
+    else e << "scale " << (k - 1 - dense_feature_count == 0 ? "words" : "chars") << " (times its largest weight)";
+    return e << " makes the score unbounded: its worst-case logit exceeds the float range";
+  }
   return ok();
 }
 

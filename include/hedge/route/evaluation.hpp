@@ -8,6 +8,7 @@
 // Offline only: it uses the heap (std::vector, std::string), but touches no file.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,6 +58,18 @@ struct evaluation_options {
   /// domain, so 0 or 1 (in-sample calibration) misses the target by even more.
   int calibration_folds = 3;
 };
+
+/// Checks the options before any training: every count and rate in its range. (A learning
+/// rate can pass and still diverge: training then fails with check_trained_model's error.)
+inline result<void> check_options(const evaluation_options& opt) {
+  if (!(opt.target_cloud_fraction >= 0.0 && opt.target_cloud_fraction <= 1.0))
+    return error{errc::invalid_argument} << "target cloud fraction " << opt.target_cloud_fraction << " outside [0, 1]";
+  HEDGE_TRY(check_logistic_options(opt.fit));
+  if (opt.calibration_folds < 0)
+    return error{errc::invalid_argument} << "calibration folds " << opt.calibration_folds << " below 0";
+  if (opt.random_seeds < 0) return error{errc::invalid_argument} << "random seeds " << opt.random_seeds << " below 0";
+  return ok();
+}
 
 /// One held-out block's result (a domain, or the whole test set).
 struct held_out_result {
@@ -119,8 +132,8 @@ inline result<void> check_hash_seeds(const std::vector<const labelled_domain*>& 
 }
 
 template <std::size_t Buckets>
-std::unique_ptr<complexity_model<Buckets>> train_on(const std::vector<const labelled_domain*>& train,
-                                                    const evaluation_options& opt) {
+result<std::unique_ptr<complexity_model<Buckets>>> train_on(const std::vector<const labelled_domain*>& train,
+                                                            const evaluation_options& opt) {
   std::vector<const sparse_features*> x;
   std::vector<float> y, weight;
   for (const auto* d : train)
@@ -131,14 +144,14 @@ std::unique_ptr<complexity_model<Buckets>> train_on(const std::vector<const labe
     }
   auto model = std::make_unique<complexity_model<Buckets>>();
   model->hash_seed = train.empty() ? 0 : train.front()->hash_seed;  // one seed: check_hash_seeds
-  train_complexity_model(x, y, weight, opt.fit, *model);
+  HEDGE_TRY(train_complexity_model(x, y, weight, opt.fit, *model));
   return model;
 }
 
 /// Scores to calibrate on (see evaluation_options::calibration_folds).
 template <std::size_t Buckets>
-std::vector<double> calibration_scores(const std::vector<const labelled_domain*>& train,
-                                       const complexity_model<Buckets>& model, const evaluation_options& opt) {
+result<std::vector<double>> calibration_scores(const std::vector<const labelled_domain*>& train,
+                                               const complexity_model<Buckets>& model, const evaluation_options& opt) {
   std::vector<double> scores;
   const auto folds = static_cast<std::size_t>(opt.calibration_folds);
   if (folds < 2 || train.size() < folds) {
@@ -150,8 +163,9 @@ std::vector<double> calibration_scores(const std::vector<const labelled_domain*>
     std::vector<const labelled_domain*> inner_train, inner_test;
     for (std::size_t k = 0; k < train.size(); ++k) (k % folds == g ? inner_test : inner_train).push_back(train[k]);
     const auto inner = train_on<Buckets>(inner_train, opt);
+    if (!inner) return inner.error();
     for (const auto* d : inner_test)
-      for (const auto& f : d->features) scores.push_back(logit_of(*inner, f));
+      for (const auto& f : d->features) scores.push_back(logit_of(**inner, f));
   }
   return scores;
 }
@@ -160,7 +174,9 @@ std::vector<double> calibration_scores(const std::vector<const labelled_domain*>
 template <std::size_t Buckets>
 result<void> run_fold(const std::vector<const labelled_domain*>& train, const std::vector<const labelled_domain*>& test,
               const evaluation_options& opt, evaluation_report& report, std::string name) {
-  const auto model = train_on<Buckets>(train, opt);
+  const auto trained = train_on<Buckets>(train, opt);
+  if (!trained) return error{trained.error().code()} << "held-out block " << name << ": " << trained.error().message();
+  const auto& model = *trained;
   const auto logit = [&](const sparse_features& f) { return logit_of(*model, f); };
   held_out_result block;
   block.name = std::move(name);
@@ -171,7 +187,9 @@ result<void> run_fold(const std::vector<const labelled_domain*>& train, const st
   if (opt.calibrate_on_held_out_prompts) {
     for (std::size_t k = 0; k < rows.size(); k += 2) calibration.push_back(rows[k].score);
   } else {
-    calibration = calibration_scores<Buckets>(train, *model, opt);
+    auto scores = calibration_scores<Buckets>(train, *model, opt);
+    if (!scores) return scores.error();
+    calibration = std::move(*scores);
   }
   const auto threshold = threshold_for_cloud_fraction(calibration, opt.target_cloud_fraction);
   if (!threshold) return threshold.error();
@@ -217,6 +235,7 @@ result<evaluation_report> evaluate_split(const std::vector<const labelled_domain
                                          const evaluation_options& opt) {
   std::vector<const labelled_domain*> all = train;
   all.insert(all.end(), test.begin(), test.end());
+  HEDGE_TRY(check_options(opt));
   HEDGE_TRY(detail::check_hash_seeds(all));
   evaluation_report report;
   HEDGE_TRY(detail::run_fold<Buckets>(train, test, opt, report, "test"));
@@ -229,6 +248,7 @@ template <std::size_t Buckets>
 result<evaluation_report> evaluate_leave_domain_out(const std::vector<labelled_domain>& domains,
                                                     const evaluation_options& opt) {
   if (domains.size() < 2) return error{errc::invalid_argument} << "leave-domain-out needs at least 2 domains";
+  HEDGE_TRY(check_options(opt));
   std::vector<const labelled_domain*> all;
   for (const auto& d : domains) all.push_back(&d);
   HEDGE_TRY(detail::check_hash_seeds(all));

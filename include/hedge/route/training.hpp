@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,7 +54,12 @@ result<void> for_each_csv_record(std::string_view text, std::string_view source,
     while (true) {
       auto f = cursor.next();
       if (!f) return error{errc::parse_error} << source << ": " << f.error().message();
-      if (count < fields.size()) csv_unescape(*f, [&](char c) { fields[count].push_back(c); });
+      // Reserved at the raw size (unescaping only shortens): a 50 MB field is then held
+      // once beside the text, not up to twice more while a growing string reallocates.
+      if (count < fields.size()) {
+        fields[count].reserve(f->raw.size());
+        csv_unescape(*f, [&](char c) { fields[count].push_back(c); });
+      }
       ++count;
       if (f->ends_record) break;
     }
@@ -108,36 +114,30 @@ struct sparse_features {
   std::vector<float> value;
 };
 
-/// Feature vector of one prompt, duplicates merged, in the layout train_logistic expects.
+/// Feature vector of one prompt, duplicates merged, in the layout train_logistic expects:
+/// a hashed feature's value is its count times its group's scale. Counted in a table of one
+/// count per bucket, so the memory is 2 x Buckets counts however long the prompt (a list of
+/// the reported buckets would take 4 bytes per byte of a 50 MB prompt, 25 M 4-grams).
 /// \tparam Buckets the model's bucket count
 /// \param hash_seed the model's complexity_model::hash_seed
 template <std::size_t Buckets>
 sparse_features sparse_features_of(std::string_view prompt, std::uint64_t hash_seed = 0) {
-  std::vector<std::pair<std::uint32_t, float>> raw;
+  std::vector<std::uint64_t> counts(hashed_group_count * Buckets, 0);
   const auto summary = complexity_features<Buckets>::extract(
-      prompt,
-      [&](hashed_group g, std::uint32_t b) noexcept {
-        raw.emplace_back(static_cast<std::uint32_t>(dense_feature_count + static_cast<std::size_t>(g) * Buckets + b),
-                         0.0f);
-      },
+      prompt, [&](hashed_group g, std::uint32_t b) noexcept { ++counts[static_cast<std::size_t>(g) * Buckets + b]; },
       feature_hash_keys::of_seed(hash_seed));
-  for (auto& [i, v] : raw) {
-    const auto g = (i - dense_feature_count) / Buckets;
-    v = summary.group_scale(static_cast<hashed_group>(g));
-  }
-  std::sort(raw.begin(), raw.end());
   sparse_features out;
   for (std::uint32_t k = 0; k < dense_feature_count; ++k) {
     out.index.push_back(k);
     out.value.push_back(summary.dense[k]);
   }
-  for (const auto& [i, v] : raw) {
-    if (!out.index.empty() && out.index.back() == i) {
-      out.value.back() += v;
-    } else {
-      out.index.push_back(i);
-      out.value.push_back(v);
-    }
+  for (std::size_t g = 0; g < hashed_group_count; ++g) {
+    const float scale = summary.group_scale(static_cast<hashed_group>(g));
+    for (std::size_t b = 0; b < Buckets; ++b)
+      if (const std::uint64_t n = counts[g * Buckets + b]; n != 0) {
+        out.index.push_back(static_cast<std::uint32_t>(dense_feature_count + g * Buckets + b));
+        out.value.push_back(static_cast<float>(n) * scale);
+      }
   }
   return out;
 }
@@ -147,7 +147,23 @@ struct logistic_options {
   double learning_rate = 0.1;  ///< AdaGrad base step
   double l2 = 3e-3;            ///< ridge penalty per step on touched weights
   std::uint64_t seed = 1;      ///< example order
+
+  static constexpr int max_epochs = 100000;
 };
+
+/// Checks a fit's parameters before training: epochs in [1, max_epochs], a finite positive
+/// learning rate, a finite non-negative L2 penalty. A learning rate that passes can still
+/// diverge on the data: check_trained_model catches that after the fit.
+inline result<void> check_logistic_options(const logistic_options& opt) {
+  if (opt.epochs < 1 || opt.epochs > logistic_options::max_epochs)
+    return error{errc::invalid_argument} << "epochs " << opt.epochs << " outside [1, " << logistic_options::max_epochs
+                                         << "]";
+  if (!(std::isfinite(opt.learning_rate) && opt.learning_rate > 0.0))
+    return error{errc::invalid_argument} << "learning rate " << opt.learning_rate << " is not a finite positive number";
+  if (!(std::isfinite(opt.l2) && opt.l2 >= 0.0))
+    return error{errc::invalid_argument} << "L2 penalty " << opt.l2 << " is not a finite non-negative number";
+  return ok();
+}
 
 /// Fits weights w (size = feature count, bias separate) by AdaGrad (Duchi et al. 2011) on
 /// the log-loss of labels in [0, 1] with per-example weights; deterministic for a seed.
@@ -181,13 +197,16 @@ inline void train_logistic(const std::vector<const sparse_features*>& x, const s
 }
 
 /// Rounds float weights of one hashed group to the model's integer steps (step = max|w| /
-/// 32767, so the largest weight keeps its value and every weight is within half a step).
+/// 32767, so the largest weight keeps its value and every weight is within half a step). A
+/// NaN or infinite weight (a diverged fit) makes the step, the group's scale, non-finite,
+/// which check_trained_model refuses.
 template <std::size_t Buckets>
 void quantize_hashed_weights(const float* w, complexity_model<Buckets>& model, hashed_group group) {
   const auto g = static_cast<std::size_t>(group);
   float largest = 0.0f;
-  for (std::size_t b = 0; b < Buckets; ++b) largest = std::max(largest, std::abs(w[b]));
-  const float step = largest > 0.0f ? largest / complexity_model<Buckets>::max_hashed_weight : 1.0f;
+  for (std::size_t b = 0; b < Buckets; ++b)
+    if (!(std::abs(w[b]) <= largest)) largest = std::abs(w[b]);  // NaN included
+  const float step = largest == 0.0f ? 1.0f : largest / complexity_model<Buckets>::max_hashed_weight;
   model.scale[g] = step;
   for (std::size_t b = 0; b < Buckets; ++b)
     model.hashed[g][b] = static_cast<typename complexity_model<Buckets>::hashed_weight>(
@@ -195,13 +214,33 @@ void quantize_hashed_weights(const float* w, complexity_model<Buckets>& model, h
                    long{complexity_model<Buckets>::max_hashed_weight}));
 }
 
+/// Checks a trained model before it is used or written: every weight finite and the score
+/// bounded within the float range (complexity_model::max_abs_logit). A fit whose step is too
+/// large diverges to inf and NaN weights (AdaGrad at learning rate 1e30); those must not be
+/// written, nor scored.
+template <std::size_t Buckets>
+result<void> check_trained_model(const complexity_model<Buckets>& model) {
+  bool finite = std::isfinite(model.bias);
+  for (const float w : model.dense) finite = finite && std::isfinite(w);
+  for (const float step : model.scale) finite = finite && std::isfinite(step) && step > 0.0f;
+  if (!finite)
+    return error{errc::invalid_argument} << "the fit diverged: the trained weights are not finite (lower the learning rate)";
+  if (!(model.max_abs_logit() <= static_cast<double>(std::numeric_limits<float>::max())))
+    return error{errc::invalid_argument} << "the fit diverged: the trained weights bound no finite score (lower the "
+                                            "learning rate)";
+  return ok();
+}
+
 /// Trains a complexity model on prompts with labels in [0, 1] (1 = send to the cloud).
 /// `x` holds features hashed with model.hash_seed (sparse_features_of(prompt, model.hash_seed)).
+/// Fails before training on options out of range (check_logistic_options) and after it on
+/// a fit that diverged (check_trained_model): a model it returns ok is usable and writable.
 /// \tparam Buckets the model's bucket count
 template <std::size_t Buckets>
-void train_complexity_model(const std::vector<const sparse_features*>& x, const std::vector<float>& label,
+result<void> train_complexity_model(const std::vector<const sparse_features*>& x, const std::vector<float>& label,
                             const std::vector<float>& weight, const logistic_options& opt,
                             complexity_model<Buckets>& model) {
+  HEDGE_TRY(check_logistic_options(opt));
   std::vector<float> w(dense_feature_count + hashed_group_count * Buckets, 0.0f);
   float bias = 0.0f;
   train_logistic(x, label, weight, opt, w, bias);
@@ -209,6 +248,7 @@ void train_complexity_model(const std::vector<const sparse_features*>& x, const 
   std::copy_n(w.begin(), dense_feature_count, model.dense.begin());
   for (std::size_t g = 0; g < hashed_group_count; ++g)
     quantize_hashed_weights(w.data() + dense_feature_count + g * Buckets, model, static_cast<hashed_group>(g));
+  return check_trained_model(model);
 }
 
 /// A model as the text of a weights file (format: complexity_model.hpp; non-zero buckets
@@ -217,7 +257,11 @@ template <std::size_t Buckets>
 std::string complexity_weights_text(const complexity_model<Buckets>& model, std::string_view comment = {}) {
   std::string text;
   char line[160];
-  const auto put = [&](int n) { text.append(line, static_cast<std::size_t>(n)); };
+  std::size_t records = 0;  // for the 'end' record: every line put is one record
+  const auto put = [&](int n) {
+    text.append(line, static_cast<std::size_t>(n));
+    records += static_cast<std::size_t>(std::count(line, line + n, '\n'));
+  };
   put(std::snprintf(line, sizeof line, "hedge-complexity %u\n", static_cast<unsigned>(complexity_weights_version)));
   if (!comment.empty()) text.append("# ").append(comment).append("\n");
   put(std::snprintf(line, sizeof line, "buckets %zu\nhash_seed %llu\nbias %.9g\n", Buckets,
@@ -232,6 +276,7 @@ std::string complexity_weights_text(const complexity_model<Buckets>& model, std:
       if (model.hashed[g][b] != 0)
         put(std::snprintf(line, sizeof line, "%s %zu %d\n", g == 0 ? "words" : "chars", b,
                           static_cast<int>(model.hashed[g][b])));
+  put(std::snprintf(line, sizeof line, "end %zu\n", records));
   return text;
 }
 
