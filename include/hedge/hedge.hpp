@@ -51,6 +51,7 @@
 #include "hedge/model/config.hpp"
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/random.hpp"
+#include "hedge/model/sampler.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"

@@ -42,6 +42,27 @@ class seeded_random {
   std::uint64_t state_;
 };
 
+/// llama2.c run.c's generator, for reproducing its sampled output: xorshift64* (Marsaglia
+/// 2003, "Xorshift RNGs"; the multiplier of Vigna 2016), and a float in [0, 1) from the top
+/// 24 bits of each 32-bit output. The state is the seed (`run -s S`); a zero seed stays
+/// zero, as run.c's would (it takes the time instead).
+class llama2c_random {
+ public:
+  constexpr explicit llama2c_random(std::uint64_t seed) noexcept : state_(seed) {}
+
+  constexpr std::uint32_t next_u32() noexcept {
+    state_ ^= state_ >> 12;
+    state_ ^= state_ << 25;
+    state_ ^= state_ >> 27;
+    return static_cast<std::uint32_t>((state_ * 0x2545F4914F6CDD1Dull) >> 32);
+  }
+  /// run.c's random_f32, exactly (24 bits: the double holds the same value as its float).
+  constexpr double uniform() noexcept { return static_cast<double>(next_u32() >> 8) / 16777216.0; }
+
+ private:
+  std::uint64_t state_;
+};
+
 /// Index sampled from an (unnormalised, non-negative) weight vector with uniform u in [0, 1).
 inline std::int32_t sample_index(std::span<const float> weights, double u) noexcept {
   double total = 0.0;
