@@ -1,0 +1,149 @@
+// hedge/model/weights.hpp: a llama model's weights as views, and the one operation the
+// forward pass asks of a weight matrix: y = W x in the matrix's own format.
+//
+// Each matrix is the bytes of a file tensor (or of a conversion made once at load time),
+// rows x cols elements, row-major, each row whole blocks of one GGUF format. The format is
+// known at run time (a Q4_K_M file mixes Q4_K and Q6_K; norms stay F32), and the set of
+// formats a build compiles GEMV and dequantization code for is a type, `weight_formats<...>`:
+// a firmware build that only ships Q4_0 weights names only Q4_0 and carries no other
+// kernel. A matrix of a format outside the set is an error naming the format.
+//
+// Readers fill `llama_weights`: `llama2c_weights` here (float32, shared classifier by the
+// sign rule), the GGUF reader's (model/gguf_llama.hpp) from `blk.N.*` tensors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "hedge/core/executor.hpp"
+#include "hedge/core/result.hpp"
+#include "hedge/core/view.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "hedge/model/config.hpp"
+#include "hedge/model/llama2c.hpp"
+#include "hedge/quant/block_format.hpp"
+#include "hedge/quant/float_formats.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q8_0.hpp"
+
+namespace hedge::model {
+
+/// The weight formats a model compiles code for.
+template <quant::BlockFormat... Fs>
+struct weight_formats {};
+
+/// Every format hedge has a GEMV for.
+using all_weight_formats = weight_formats<quant::f32, quant::f16, quant::bf16, quant::q8_0, quant::q4_0, quant::q4_k>;
+
+/// A weight matrix: `rows` x `cols` elements of format `type`, row-major, `cols` a multiple
+/// of the format's block size.
+struct weight_matrix {
+  quant::gguf_type type = quant::gguf_type::f32;
+  const std::byte* data = nullptr;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+
+  /// The matrix as blocks of F (F's type_id must be `type`).
+  template <quant::BlockFormat F>
+  [[nodiscard]] matrix_view<const typename F::block> as() const noexcept {
+    return {reinterpret_cast<const typename F::block*>(data), rows, cols / F::block_elements};
+  }
+  /// A float32 matrix.
+  static weight_matrix of(matrix_view<const float> m) noexcept {
+    return {quant::gguf_type::f32, reinterpret_cast<const std::byte*>(m.data()), m.rows(), m.cols()};
+  }
+};
+
+namespace detail {
+template <class Visit, quant::BlockFormat F, quant::BlockFormat... Rest>
+result<void> visit_format(quant::gguf_type type, Visit& visit) {
+  if (type == F::type_id) return visit(F{});
+  if constexpr (sizeof...(Rest) > 0) {
+    return visit_format<Visit, Rest...>(type, visit);
+  } else {
+    return error{errc::unsupported} << "weight format " << static_cast<std::uint32_t>(type)
+                                    << " is not among the formats this model is built for";
+  }
+}
+template <class Visit, quant::BlockFormat... Fs>
+result<void> visit_format(weight_formats<Fs...>, quant::gguf_type type, Visit& visit) {
+  return visit_format<Visit, Fs...>(type, visit);
+}
+template <quant::BlockFormat... Fs>
+constexpr std::size_t matvec_workspace_bytes(weight_formats<Fs...>, std::size_t k) noexcept {
+  std::size_t most = 0;
+  ((most = kernels::gemv_workspace_bytes<Fs>(k) > most ? kernels::gemv_workspace_bytes<Fs>(k) : most), ...);
+  return most;
+}
+}  // namespace detail
+
+/// Calls visit(F{}) with the format F of `type` among `Formats`; unsupported otherwise.
+template <class Formats, class Visit>
+result<void> visit_format(quant::gguf_type type, Visit&& visit) {
+  return detail::visit_format(Formats{}, type, visit);
+}
+
+/// Workspace bytes `matvec` needs for rows of `k` elements, whatever the format.
+template <class Formats>
+constexpr std::size_t matvec_workspace_bytes(std::size_t k) noexcept {
+  return detail::matvec_workspace_bytes(Formats{}, k);
+}
+
+/// y = W x with the GEMV of W's format, rows split over the executor.
+template <class Formats, Executor E>
+result<void> matvec(const weight_matrix& w, vector_view<const float> x, vector_view<float> y,
+                    std::span<std::byte> workspace, E& executor) {
+  return visit_format<Formats>(w.type, [&](auto format) {
+    using F = decltype(format);
+    return kernels::gemv<F>(w.as<F>(), x, y, workspace, executor);
+  });
+}
+
+/// Row `r` of W as floats (the embedding lookup).
+template <class Formats>
+result<void> dequantize_row(const weight_matrix& w, std::size_t r, vector_view<float> out) {
+  if (r >= w.rows) return error{errc::out_of_range} << "row " << r << " of a matrix of " << w.rows << " rows";
+  return visit_format<Formats>(w.type, [&](auto format) {
+    using F = decltype(format);
+    const auto m = w.as<F>();
+    return quant::dequantize<F>(m.row(r), out);
+  });
+}
+
+/// One decoder layer.
+struct llama_layer {
+  vector_view<const float> attn_norm, ffn_norm;          ///< [dim]
+  weight_matrix wq, wk, wv, wo, w_gate, w_up, w_down;  ///< [out][in]
+};
+
+/// A llama model's weights: views into a file's bytes (or a load-time arena), which must
+/// outlive it.
+struct llama_weights {
+  llama_config config;
+  weight_matrix token_embedding;  ///< [vocab][dim]
+  std::vector<llama_layer> layers;
+  vector_view<const float> output_norm;  ///< [dim]
+  weight_matrix output;                  ///< [vocab][dim]: the embedding itself when shared
+};
+
+/// A llama2.c checkpoint's weights (float32; w1 is the gate, w3 the up projection).
+inline llama_weights llama2c_weights(const llama2c_checkpoint& c) {
+  llama_weights w;
+  w.config = c.config();
+  w.token_embedding = weight_matrix::of(c.token_embedding());
+  for (std::size_t l = 0; l < w.config.n_layers; ++l) {
+    const auto v = c.layer(l);
+    w.layers.push_back({v.rms_att, v.rms_ffn, weight_matrix::of(v.wq), weight_matrix::of(v.wk), weight_matrix::of(v.wv),
+                        weight_matrix::of(v.wo), weight_matrix::of(v.w1), weight_matrix::of(v.w3),
+                        weight_matrix::of(v.w2)});
+  }
+  w.output_norm = c.rms_final();
+  w.output = weight_matrix::of(c.classifier());
+  return w;
+}
+
+}  // namespace hedge::model

@@ -1,0 +1,190 @@
+// The forward pass against llama2.c's run.c: stories260K's greedy ids and per-step logits
+// (../shared/models/reference), sessions (rollback, fork), errors, and no heap per token.
+#include "hedge/model/forward.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hedge/model/llama2c.hpp"
+#include "hedge/model/weights.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace {
+
+using namespace hedge::model;
+
+const std::string models = HEDGE_SHARED_DIR "/models/";
+
+#define SKIP_WITHOUT_MODELS() \
+  if (!std::ifstream(models + "stories260K.bin").good()) GTEST_SKIP() << models << " is absent (../shared/models)"
+
+/// A file's bytes in 4-byte aligned storage.
+std::vector<float> read_floats(const std::string& path, std::size_t& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> storage((raw.size() + 3) / 4);
+  std::memcpy(storage.data(), raw.data(), raw.size());
+  bytes = raw.size();
+  return storage;
+}
+
+/// run.c's reference: prompt ids, then (pos, input, next) per forward step.
+struct reference_run {
+  std::vector<std::int32_t> prompt;
+  std::vector<std::int32_t> inputs, nexts;
+  std::vector<float> logits;  // 512 per step
+};
+
+reference_run load_reference(const std::string& name) {
+  reference_run r;
+  std::ifstream ids(models + "reference/" + name + ".ids.txt");
+  std::string line;
+  std::getline(ids, line);
+  std::istringstream head(line.substr(line.find(':') + 1));
+  for (std::int32_t t; head >> t;) r.prompt.push_back(t);
+  std::getline(ids, line);  // column names
+  for (std::int64_t pos, in, next; ids >> pos >> in >> next;) {
+    r.inputs.push_back(static_cast<std::int32_t>(in));
+    r.nexts.push_back(static_cast<std::int32_t>(next));
+  }
+  std::size_t bytes = 0;
+  r.logits = read_floats(models + "reference/" + name + ".logits.f32", bytes);
+  r.logits.resize(bytes / 4);
+  return r;
+}
+
+struct stories {
+  std::size_t bytes = 0;
+  std::vector<float> file = read_floats(models + "stories260K.bin", bytes);
+  llama2c_checkpoint checkpoint =
+      *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
+  llama_weights weights = llama2c_weights(checkpoint);
+};
+
+std::int32_t argmax(std::span<const float> x) {
+  std::size_t best = 0;
+  for (std::size_t j = 1; j < x.size(); ++j)
+    if (x[j] > x[best]) best = j;
+  return static_cast<std::int32_t>(best);
+}
+
+/// Feeds run.c's input tokens and compares every step's logits and argmax.
+void expect_matches_run_c(const std::string& name) {
+  const stories s;
+  const auto ref = load_reference(name);
+  auto model = llama<>::make(s.weights);
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  auto session = model->create_session();
+  ASSERT_TRUE(session.ok());
+  double worst = 0.0;
+  for (std::size_t step = 0; step < ref.inputs.size(); ++step) {
+    const auto logits = model->decode(*session, ref.inputs[step]);
+    ASSERT_TRUE(logits.ok()) << logits.error().message();
+    ASSERT_EQ(argmax(*logits), ref.nexts[step]) << name << " step " << step;
+    for (std::size_t j = 0; j < 512; ++j) {
+      const double expected = ref.logits[step * 512 + j];
+      worst = std::max(worst, std::abs((*logits)[j] - expected) / (1.0 + std::abs(expected)));
+    }
+  }
+  // Tolerance: run.c sums each dot product in float, element by element; the vector GEMVs
+  // sum 8 or 16 lanes and then the lanes, and RoPE's table is computed in double: over 5
+  // layers and 256 positions, differences stay in the last bits of the logits.
+  EXPECT_LT(worst, 1e-4) << name;
+  std::printf("%s: %zu steps, largest logit difference %.3g (relative to 1 + |logit|)\n", name.c_str(),
+              ref.inputs.size(), worst);
+}
+
+TEST(LlamaForward, GreedyStepsMatchRunCWithoutPrompt) {
+  SKIP_WITHOUT_MODELS();
+  expect_matches_run_c("llama2c_noprompt_n256");
+}
+
+TEST(LlamaForward, GreedyStepsMatchRunCWithPrompt) {
+  SKIP_WITHOUT_MODELS();
+  expect_matches_run_c("llama2c_prompt_onceuponatime_n256");
+}
+
+TEST(LlamaForward, RollbackAndForkReproduceTheSameLogits) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  auto model = llama<>::make(s.weights, {.max_sessions = 2, .context = 64});
+  ASSERT_TRUE(model.ok());
+  auto a = *model->create_session();
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
+  ASSERT_TRUE(model->prefill(a, prompt).ok());
+  const auto first = model->decode(a, 10);
+  ASSERT_TRUE(first.ok());
+  const std::vector<float> after_prompt(first->begin(), first->end());
+  ASSERT_TRUE(model->decode(a, 11).ok());
+  // Roll back to the prompt and redo the first decode.
+  ASSERT_TRUE(model->rollback(a, prompt.size()).ok());
+  EXPECT_EQ(*model->length(a), prompt.size());
+  const auto again = model->decode(a, 10);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(std::vector<float>(again->begin(), again->end()), after_prompt);
+  // A fork of the prompt continues as the original did.
+  ASSERT_TRUE(model->rollback(a, prompt.size()).ok());
+  auto b = model->fork(a);
+  ASSERT_TRUE(b.ok());
+  const auto forked = model->decode(*b, 10);
+  ASSERT_TRUE(forked.ok());
+  EXPECT_EQ(std::vector<float>(forked->begin(), forked->end()), after_prompt);
+}
+
+TEST(LlamaForward, BadTokensAndAFullContextAreErrorsThatLeaveTheSessionUsable) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  auto model = llama<>::make(s.weights, {.context = 4});
+  ASSERT_TRUE(model.ok());
+  auto seq = *model->create_session();
+  EXPECT_EQ(model->decode(seq, 512).error().code(), hedge::errc::out_of_range);
+  EXPECT_EQ(model->decode(seq, -1).error().code(), hedge::errc::out_of_range);
+  EXPECT_EQ(*model->length(seq), 0u);
+  const std::vector<std::int32_t> five{1, 2, 3, 4, 5}, bad{1, 2, 600};
+  EXPECT_EQ(model->prefill(seq, five).error().code(), hedge::errc::capacity_exceeded);
+  EXPECT_EQ(model->prefill(seq, bad).error().code(), hedge::errc::out_of_range);
+  EXPECT_EQ(*model->length(seq), 0u);
+  for (std::int32_t t : {1, 2, 3, 4}) ASSERT_TRUE(model->decode(seq, t).ok());
+  const auto full = model->decode(seq, 5);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(*model->length(seq), 4u);
+  ASSERT_TRUE(model->rollback(seq, 3).ok());
+  EXPECT_TRUE(model->decode(seq, 4).ok());
+}
+
+TEST(LlamaForward, ShapeErrorsNameTheTensor) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  auto weights = s.weights;
+  weights.layers[3].wk.rows = 31;
+  const auto model = llama<>::make(weights);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.error().message().find("wk of layer 3"), std::string_view::npos) << model.error().message();
+  // A build for Q4_0 weights only refuses float32 ones when the model is made.
+  const auto only_q4 = llama<weight_formats<hedge::quant::q4_0>>::make(s.weights);
+  ASSERT_FALSE(only_q4.ok());
+  EXPECT_EQ(only_q4.error().code(), hedge::errc::unsupported);
+  EXPECT_NE(only_q4.error().message().find("token embedding"), std::string_view::npos) << only_q4.error().message();
+}
+
+TEST(LlamaForward, DecodeAllocatesNothing) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  auto model = llama<>::make(s.weights, {.context = 64});
+  ASSERT_TRUE(model.ok());
+  auto seq = *model->create_session();
+  ASSERT_TRUE(model->decode(seq, 1).ok());
+  const hedge::test::alloc_scope scope;
+  for (std::int32_t t = 2; t < 40; ++t) ASSERT_TRUE(model->decode(seq, t).ok());
+  EXPECT_EQ(scope.count(), 0u);
+}
+
+}  // namespace
