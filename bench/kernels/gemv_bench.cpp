@@ -24,6 +24,7 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace {
@@ -138,6 +139,7 @@ const bool registered = [] {
   register_format<q::q4_0>();
   register_format<q::q8_0>();
   register_format<q::q4_k>();
+  register_format<q::q6_k>();
   register_format<q::f16>();
   register_format<q::bf16>();
   register_format<q::f32>();

@@ -14,10 +14,14 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "hedge/os/thread_pool.hpp"
 #include "hedge/kernels/gemv.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "kernels/matmul_support.hpp"
 #include "support/alloc_counter.hpp"
 
@@ -70,14 +74,16 @@ class Gemv : public ::testing::Test {
 
 using Variants = ::testing::Types<
     variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
-    variant<q::q4_k, hedge::arch::scalar>, variant<q::f32, hedge::arch::scalar>,
-    variant<q::f16, hedge::arch::scalar>, variant<q::bf16, hedge::arch::scalar>,
+    variant<q::q4_k, hedge::arch::scalar>, variant<q::q6_k, hedge::arch::scalar>,
+    variant<q::f32, hedge::arch::scalar>, variant<q::f16, hedge::arch::scalar>, variant<q::bf16, hedge::arch::scalar>,
     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
-    variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>,
-    variant<q::q8_0, hedge::arch::neon>, variant<q::q4_0, hedge::arch::neon>, variant<q::q4_k, hedge::arch::neon>,
-    variant<q::f32, hedge::arch::neon>, variant<q::f16, hedge::arch::neon>, variant<q::bf16, hedge::arch::neon>,
+    variant<q::q6_k, hedge::arch::avx2>, variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>,
+    variant<q::bf16, hedge::arch::avx2>, variant<q::q8_0, hedge::arch::neon>, variant<q::q4_0, hedge::arch::neon>,
+    variant<q::q4_k, hedge::arch::neon>, variant<q::q6_k, hedge::arch::neon>, variant<q::f32, hedge::arch::neon>,
+    variant<q::f16, hedge::arch::neon>, variant<q::bf16, hedge::arch::neon>,
     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
-    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>>;
+    variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q6_k, hedge::arch::neon_dotprod>,
+    variant<q::q4_0, hedge::arch::best>, variant<q::q6_k, hedge::arch::best>>;
 TYPED_TEST_SUITE(Gemv, Variants);
 
 /// K values to test: multiples of the block, including ones that are not
@@ -140,6 +146,7 @@ TEST(GemvErrors, ShapesWorkspaceAndInputAreChecked) {
 TEST(GemvWorkspace, SizesAreConstexpr) {
   static_assert(k::gemv_workspace_bytes<q::q4_0>(4096) == 128 * 34 + 128 * 8);  // blocks + offsets + scales
   static_assert(k::gemv_workspace_bytes<q::q4_k>(4096) == 16 * 292);
+  static_assert(k::gemv_workspace_bytes<q::q6_k>(4096) == 16 * 292);
   static_assert(k::gemv_workspace_bytes<q::f16>(4096) == 0);
   SUCCEED();
 }
@@ -179,7 +186,55 @@ TEST(GemvDispatch, BestRunsTheVariantItResolvesTo) {
   expect_best_is_resolved_variant<q::q4_0>();
   expect_best_is_resolved_variant<q::q8_0>();
   expect_best_is_resolved_variant<q::q4_k>();
+  expect_best_is_resolved_variant<q::q6_k>();
   expect_best_is_resolved_variant<q::f16>();
+}
+
+}  // namespace
+
+namespace {
+
+// Q6_K blocks of arbitrary bytes: every level 0..63 and int8 scale -128..127
+// (the reference quantizer never stores some of them, other quantizers may),
+// so each SIMD kernel's int16 and int32 intermediates are checked at their
+// extremes against the scalar reference, with the same tolerance.
+template <class A>
+void expect_arbitrary_q6_k_blocks_match_scalar() {
+  if (!A::supported()) return;
+  constexpr std::size_t rows = 9, kk = 1024, blocks = kk / q::q6_k::block_elements;
+  std::mt19937 rng(21);
+  std::vector<q::q6_k::block> w(rows * blocks);
+  for (auto& b : w) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
+    for (std::size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+    b.d = hedge::f32_to_f16(std::ldexp(static_cast<float>(rng() % 2001) - 1000.f, -16));
+  }
+  w[0].scales[0] = -128;  // the extremes at least once
+  w[0].scales[1] = 127;
+  std::memset(w[0].ql, 0xFF, sizeof w[0].ql);
+  std::memset(w[0].qh, 0xFF, sizeof w[0].qh);
+  const hedge::matrix_view<const q::q6_k::block> view(w.data(), rows, blocks);
+  auto x = hedge::test::random_floats(kk, 22);
+  x[3] = -8.f;  // the activation reaches -127 and 127
+  x[700] = 8.f;
+  std::vector<std::byte> workspace(k::gemv_workspace_bytes<q::q6_k>(kk));
+  std::vector<float> y(rows), y_ref(rows);
+  ASSERT_TRUE((k::gemv<q::q6_k, A>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
+  ASSERT_TRUE((k::gemv<q::q6_k, hedge::arch::scalar>(view, {x.data(), kk}, {y_ref.data(), rows}, workspace)));
+  const hedge::test::activation_error<q::q6_k> act(x);
+  std::vector<float> values(kk);
+  for (std::size_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(q::dequantize<q::q6_k>({w.data() + r * blocks, blocks}, {values.data(), kk}));
+    double magnitude = 0;
+    for (std::size_t c = 0; c < kk; ++c) magnitude += std::fabs(double(values[c]) * act.seen[c]);
+    EXPECT_NEAR(y[r], y_ref[r], 1e-5 * magnitude + 1e-6) << A::name << " row " << r;
+  }
+}
+
+TEST(GemvQ6_K, ArbitraryBlocksMatchScalar) {
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx2>();
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon>();
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon_dotprod>();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -27,7 +28,11 @@ static_assert(offsetof(q::q4_0::block, qs) == 2);
 static_assert(offsetof(q::q4_k::block, dmin) == 2 && offsetof(q::q4_k::block, scales) == 4 &&
               offsetof(q::q4_k::block, qs) == 16);
 static_assert(offsetof(q::q8_k::block, qs) == 4 && offsetof(q::q8_k::block, bsums) == 260);
+static_assert(offsetof(q::q6_k::block, qh) == 128 && offsetof(q::q6_k::block, scales) == 192 &&
+              offsetof(q::q6_k::block, d) == 208 && sizeof(q::q6_k::block) == 210);
 static_assert(static_cast<int>(q::q4_k::type_id) == 12 && static_cast<int>(q::bf16::type_id) == 30);
+static_assert(static_cast<int>(q::q6_k::type_id) == 14 && q::q6_k::name == "q6_k");
+static_assert(std::is_same_v<q::q6_k::activation, q::q8_k>);
 static_assert(q::row_bytes<q::q4_0>(4096) == 128 * 18);
 
 /// A user-written format: 2 elements per block stored as int16 hundredths.
@@ -172,22 +177,135 @@ TEST(Q8_K, SumsAreThePerSixteenSums) {
   EXPECT_FLOAT_EQ(b.d, -4.5f / -127.f);
 }
 
+/// Element e's 6-bit level as ggml's dequantize_row_q6_K reads it: for each
+/// 128-element half and l < 32, four values from ql[l], ql[l + 32] and qh[l].
+int ggml_q6_k_level(const q::q6_k::block& b, std::size_t e) {
+  const std::uint8_t* ql = b.ql + 64 * (e / 128);
+  const std::uint8_t* qh = b.qh + 32 * (e / 128);
+  const std::size_t l = e % 32;
+  switch ((e % 128) / 32) {
+    case 0: return (ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4);
+    case 1: return (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+    case 2: return (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+    default: return (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+  }
+}
+
+TEST(Q6_K, LevelsAndValuesFollowGgmlLayout) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 100; ++trial) {
+    q::q6_k::block b;
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
+    for (std::size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+    b.d = hedge::f32_to_f16(0.01f * static_cast<float>(trial - 50));
+    float values[256];
+    q::q6_k::dequantize_block(b, std::span<float, 256>(values, 256));
+    for (std::size_t e = 0; e < 256; ++e) {
+      ASSERT_EQ(q::q6_k::level(b, e), ggml_q6_k_level(b, e)) << e;
+      // ggml: y = d * sc * q, left to right.
+      const float expected = hedge::f16_to_f32(b.d) * static_cast<float>(b.scales[e / 16]) *
+                             static_cast<float>(ggml_q6_k_level(b, e) - 32);
+      ASSERT_EQ(values[e], expected) << e;
+    }
+  }
+}
+
+TEST(Q6_K, HandComputedBlock) {
+  // Sub-block j holds (i - 16) / 2 * 2^-(j % 4), i = 0..15: the first largest
+  // magnitude is x_0 = -8 * 2^-(j % 4), so iscale = 32 / (8 * 2^-(j % 4)) and
+  // l = 2 (i - 16) exactly, the least-squares scale is exactly 2^-(j % 4) / 4 and
+  // no other candidate fits better. Sub-block 0's scale (0.25) is the largest:
+  // d = 0.25 / -128 = -2^-9 (fp16 0x9800), scale_j = -128 * 2^-(j % 4), and
+  // every level is 2i: the round trip is exact.
+  std::vector<float> x(256);
+  for (std::size_t e = 0; e < 256; ++e) {
+    x[e] = std::ldexp(static_cast<float>(static_cast<int>(e % 16) - 16) / 2.f, -static_cast<int>((e / 16) % 4));
+  }
+  const auto b = quantize_one<q::q6_k>(x);
+  EXPECT_EQ(b.d.bits, 0x9800);
+  for (std::size_t j = 0; j < 16; ++j) EXPECT_EQ(b.scales[j], -128 >> (j % 4)) << j;
+  for (std::size_t e = 0; e < 256; ++e) ASSERT_EQ(q::q6_k::level(b, e), static_cast<int>(2 * (e % 16))) << e;
+  // Bytes as ggml packs them: element l and l + 64 of a half share ql[l];
+  // levels >= 16 (i >= 8) set the high bits in qh.
+  for (std::size_t l = 0; l < 32; ++l) {
+    const auto nibble = static_cast<std::uint8_t>((2 * (l % 16)) & 0xF);
+    EXPECT_EQ(b.ql[l], nibble | (nibble << 4)) << l;
+    EXPECT_EQ(b.qh[l], l % 16 >= 8 ? 0x55 : 0x00) << l;
+  }
+  float back[256];
+  q::q6_k::dequantize_block(b, std::span<float, 256>(back, 256));
+  for (std::size_t e = 0; e < 256; ++e) ASSERT_EQ(back[e], x[e]) << e;
+}
+
+TEST(Q6_K, AllZeroAndNegligibleBlocksAreZeroBytes) {
+  // ggml zeroes a block whose largest sub-block scale is below 1e-15; 1e-14
+  // gives scales of about 3e-16.
+  for (float c : {0.f, 1e-14f, -1e-14f}) {
+    const auto b = quantize_one<q::q6_k>(std::vector<float>(256, c));
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&b);
+    for (std::size_t i = 0; i < sizeof b; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i << " for " << c;
+  }
+}
+
+TEST(Q6_K, ZeroSubBlockKeepsLevelZeroAndScaleZero) {
+  // make_qx_quants gives an all-zero sub-block levels 0 (not 32) and scale 0;
+  // with its stored scale 0 the requantization skips it, as in ggml.
+  std::vector<float> x(256);
+  for (std::size_t e = 0; e < 256; ++e) x[e] = std::sin(static_cast<float>(e)) + 0.1f;
+  for (std::size_t e = 80; e < 96; ++e) x[e] = 0.f;
+  const auto b = quantize_one<q::q6_k>(x);
+  EXPECT_EQ(b.scales[5], 0);
+  for (std::size_t e = 80; e < 96; ++e) EXPECT_EQ(q::q6_k::level(b, e), 0) << e;
+  float back[256];
+  q::q6_k::dequantize_block(b, std::span<float, 256>(back, 256));
+  for (std::size_t e = 80; e < 96; ++e) EXPECT_EQ(back[e], 0.f) << e;
+}
+
+TEST(Q6_K, ConstantRowsRoundTrip) {
+  // Every sub-block's scale is -c / 32, so d = c / 4096 and every level is 0:
+  // exact where c / 4096 is an fp16 value.
+  for (float c : {1.f, -3.f, 1024.f}) {
+    const auto b = quantize_one<q::q6_k>(std::vector<float>(256, c));
+    float back[256];
+    q::q6_k::dequantize_block(b, std::span<float, 256>(back, 256));
+    for (std::size_t e = 0; e < 256; ++e) ASSERT_EQ(back[e], c) << e << " for " << c;
+  }
+}
+
+TEST(Q6_K, AlternatingSignsPreferAnUnclampedFit) {
+  // +a first: the start iscale -32 / a maps -a to 32, clamped to 31; the search's
+  // first candidate, -31.1 / a, maps +-a to -+31, an exact fit, and nothing fits
+  // better: levels 1 and 63, scale -a / 31, and the round trip is off only by
+  // the fp16 rounding of d.
+  std::vector<float> x(256);
+  for (std::size_t e = 0; e < 256; ++e) x[e] = e % 2 ? -2.f : 2.f;
+  const auto b = quantize_one<q::q6_k>(x);
+  for (std::size_t e = 0; e < 256; ++e) ASSERT_EQ(q::q6_k::level(b, e), e % 2 ? 63 : 1) << e;
+  for (auto s : b.scales) EXPECT_EQ(s, -128);
+  float back[256];
+  q::q6_k::dequantize_block(b, std::span<float, 256>(back, 256));
+  for (std::size_t e = 0; e < 256; ++e) ASSERT_NEAR(back[e], x[e], 2.f * 0x1p-11f) << e;
+}
+
 // ---- edge cases shared by every format ----------------------------------
 
 template <class F>
 class EveryFormat : public ::testing::Test {};
-using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q4_k, q::q8_k, q::f32, q::f16, q::bf16>;
+using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q4_k, q::q6_k, q::q8_k, q::f32, q::f16, q::bf16>;
 TYPED_TEST_SUITE(EveryFormat, Formats);
 
 /// Largest |error| allowed after a round trip of values in [-amax, amax]: half a
 /// quantization step, plus the fp16 rounding of the scale (2^-11 relative,
 /// times up to 127 steps for Q8_0); Q4_K's fitted scale can reach a whole step.
+/// Q6_K: one step of the coarsest sub-block, about amax / 32 (levels run -32..31,
+/// so a value opposite in sign to the largest can be clamped a step short).
 template <class F>
 float step_bound(float amax) {
   if constexpr (std::is_same_v<F, q::q8_0>) return amax / 127.f * (0.5f + 127.f * 0x1p-11f);
   if constexpr (std::is_same_v<F, q::q8_k>) return amax / 127.f * 0.5f * 1.01f;
   if constexpr (std::is_same_v<F, q::q4_0>) return amax / 8.f * 1.01f;  // the far end is a whole step off
   if constexpr (std::is_same_v<F, q::q4_k>) return 2.f * amax / 15.f;
+  if constexpr (std::is_same_v<F, q::q6_k>) return amax / 31.f;
   if constexpr (std::is_same_v<F, q::f32>) return 0.f;
   if constexpr (std::is_same_v<F, q::f16>) return amax * 0x1p-11f;
   return amax * 0x1p-8f;

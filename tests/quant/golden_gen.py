@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent float32 model of ggml's reference quantizers (Q8_0, Q4_0, Q4_K,
-Q8_K), used to produce the golden bytes in golden_test.cpp.
+Q6_K, Q8_K), used to produce the golden bytes in golden_test.cpp.
 
 Python floats are binary64; rounding each +, -, *, /, sqrt result of binary32
 operands to binary32 gives the correctly rounded binary32 result (53 >= 2*24+2),
@@ -180,6 +180,84 @@ def q4_k(x):
     return struct.pack('<HH', d_bits, dmin_bits) + bytes(sc) + bytes(qs)
 
 
+def make_qx(x, nmax=32):
+    """ggml's make_qx_quants(n, nmax, x, L, rmse_type=1, qw=NULL): weights x^2."""
+    n = len(x)
+    amax = 0.0
+    mx = 0.0
+    for v in x:
+        if abs(v) > amax:
+            amax = abs(v)
+            mx = v
+    if amax < f32(1e-15):
+        return 0.0, [0] * n
+
+    def levels(iscale):
+        return [max(-nmax, min(nmax - 1, nearest_int(f32(iscale * v)))) for v in x]
+
+    def sums(ls):
+        slx = sl2 = 0.0
+        for v, l in zip(x, ls):
+            w = f32(v * v)
+            slx = f32(slx + f32(f32(w * v) * l))
+            sl2 = f32(sl2 + f32(f32(w * l) * l))
+        return slx, sl2
+
+    iscale = f32(-nmax / mx)
+    ls = levels(iscale)
+    L = [l + nmax for l in ls]
+    slx, sl2 = sums(ls)
+    scale = f32(slx / sl2) if sl2 else 0.0
+    best = f32(scale * slx)
+    for step in range(-9, 10):
+        if step == 0:
+            continue
+        iscale = f32(-f32(nmax + f32(f32(0.1) * step)) / mx)
+        ls = levels(iscale)
+        slx, sl2 = sums(ls)
+        if sl2 > 0 and f32(slx * slx) > f32(best * sl2):
+            L = [l + nmax for l in ls]
+            scale = f32(slx / sl2)
+            best = f32(scale * slx)
+    return scale, L
+
+
+def q6_k(x):
+    L = [0] * 256
+    scales = []
+    max_scale = 0.0
+    max_abs = 0.0
+    for j in range(16):
+        s, l = make_qx(x[16 * j:16 * j + 16])
+        scales.append(s)
+        L[16 * j:16 * j + 16] = l
+        if abs(s) > max_abs:
+            max_abs = abs(s)
+            max_scale = s
+    if max_abs < f32(1e-15):
+        return bytes(210)
+    iscale = f32(-128.0 / max_scale)
+    d_bits = f16_bits(f32(1.0 / iscale))
+    sc = [min(127, nearest_int(f32(iscale * s))) for s in scales]
+    for j in range(16):
+        d = f32(f16_val(d_bits) * sc[j])
+        if not d:
+            continue
+        for i in range(16):
+            l = nearest_int(f32(x[16 * j + i] / d))
+            L[16 * j + i] = max(-32, min(31, l)) + 32
+    ql = [0] * 128
+    qh = [0] * 64
+    for h in range(2):
+        for l in range(32):
+            e = 128 * h + l
+            ql[64 * h + l] = (L[e] & 0xF) | ((L[e + 64] & 0xF) << 4)
+            ql[64 * h + 32 + l] = (L[e + 32] & 0xF) | ((L[e + 96] & 0xF) << 4)
+            qh[32 * h + l] = ((L[e] >> 4) | ((L[e + 32] >> 4) << 2) | ((L[e + 64] >> 4) << 4) |
+                              ((L[e + 96] >> 4) << 6))
+    return bytes(ql) + bytes(qh) + bytes(v & 0xFF for v in sc) + struct.pack('<H', d_bits)
+
+
 def q8_k(x):
     amax = 0.0
     mx = 0.0
@@ -203,6 +281,19 @@ def shaped_q4_k_input(seed):
     return x
 
 
+def shaped_q6_k_input(seed):
+    """Random values, with sub-block 3 all zero, 7 negated (the first largest
+    magnitude negative), 9 constant, 12 an outlier that sets d, 14 alternating
+    signs of one magnitude (levels clamped at 31)."""
+    x = inputs(seed, 256)
+    x[48:64] = [0.0] * 16
+    x[112:128] = [-abs(v) for v in x[112:128]]
+    x[144:160] = [0.75] * 16
+    x[200] = -20.0
+    x[224:240] = [1.5 if i % 2 else -1.5 for i in range(16)]
+    return x
+
+
 def emit(name, data):
     print('// %s' % name)
     hexs = data.hex()
@@ -216,3 +307,6 @@ if __name__ == '__main__':
     emit('q4_k seed 3', q4_k(inputs(3, 256)))
     emit('q4_k shaped seed 4', q4_k(shaped_q4_k_input(4)))
     emit('q8_k seed 5', q8_k(inputs(5, 256)))
+    emit('q6_k seed 6', q6_k(inputs(6, 256)))
+    emit('q6_k shaped seed 7', q6_k(shaped_q6_k_input(7)))
+    emit('q6_k tiny seed 8', q6_k(inputs(8, 256, scale_shift=60)))

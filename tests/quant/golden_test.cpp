@@ -2,6 +2,7 @@
 // ggml's reference quantizers: hedge's quantizers must produce the same bytes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -16,13 +18,13 @@ namespace {
 
 namespace q = hedge::quant;
 
-/// The generator's inputs: an integer LCG scaled by 2^-18 (exact in binary32).
-std::vector<float> lcg_inputs(std::uint64_t seed, std::size_t n) {
+/// The generator's inputs: an integer LCG scaled by 2^-scale_shift (exact in binary32).
+std::vector<float> lcg_inputs(std::uint64_t seed, std::size_t n, int scale_shift = 18) {
   std::vector<float> out(n);
   std::uint64_t s = seed;
   for (auto& v : out) {
     s = (s * 1103515245u + 12345u) & 0x7FFFFFFFu;
-    v = static_cast<float>(static_cast<std::int64_t>(s % 2000001) - 1000000) / 262144.f;
+    v = std::ldexp(static_cast<float>(static_cast<std::int64_t>(s % 2000001) - 1000000), -scale_shift);
   }
   return out;
 }
@@ -82,6 +84,44 @@ TEST(Golden, Q8_KMatchesGgmlModel) {
             "c2cfe654d67b4009ca58906a4fc759b11c38761c0accc5ac37ea322149124f4a713905684cd0070e9eb67da0f87f3d6d"
             "20402500950ac727dc37ff0b01644cd4e1214b398c00d001bbffa202e10217ff4a013ffe86fe8a01ebfd3701bc01c601"
             "4801b500");
+}
+
+TEST(Golden, Q6_KMatchesGgmlModel) {
+  EXPECT_EQ(quantize_hex<q::q6_k>(lcg_inputs(6, 256)),
+            "d5b621c22803bef0e8a208fcdf0a8566dafb1ca5e1c5f8acc866e1e4c2fa7f2037099986f9f734ef7185380bb7238e2a"
+            "51517b736acaf16b2115d6541ae44ebfee9eaa9491f40bd421190908d30128a0f2e516c435da7dbb3219a80f155949e0"
+            "58faeec0c708b28146b22e888b01ab49672624673e0c6f9a2122244d65a51ae34534f8b774c639cb1265ac51a661bd72"
+            "1639468fa0e68122363ed8b9d6cfb29f5ba0239b4430af2e3086b84134f339066c76fe681b346c09c24532f18d24db58"
+            "837f8084846d6f827a837b858c886a88d493");
+}
+
+TEST(Golden, Q6_KShapedBlockMatchesGgmlModel) {
+  // Sub-block 3 all zero (levels 0, scale 0), 7 all negative, 9 constant, 12 an
+  // outlier whose scale sets d (negative: d > 0), 14 alternating signs of one
+  // magnitude (the positive side clamps at level 31).
+  auto x = lcg_inputs(7, 256);
+  for (std::size_t i = 48; i < 64; ++i) x[i] = 0.f;
+  for (std::size_t i = 112; i < 128; ++i) x[i] = -std::fabs(x[i]);
+  for (std::size_t i = 144; i < 160; ++i) x[i] = 0.75f;
+  x[200] = -20.f;
+  for (std::size_t i = 224; i < 240; ++i) x[i] = i % 2 ? 1.5f : -1.5f;
+  EXPECT_EQ(quantize_hex<q::q6_k>(x),
+            "960559f07fa2ed8e9ae64c872c767405f7b6e2bda0c7dc57c82ca37451288a505418195a265ecfc15bd73707353393f4"
+            "50107040b030b09040106070e010e0d0100ad1d9b3b8560515415d5dd60d1c3cb252f2d292c232127212e2d292928202"
+            "26e421ef20ed22e727e328e627ed25e4642a103a0d4cda274cd723313bf9e3e16c01307893352682a24ab1186fc7468e"
+            "1330427111706133430053731240231020e21add12d22be308e12be716eb28e3601c40d4240c34f868b400ac3cc4b0cc"
+            "e8eaea001218ebe81605161580eaf6e9299d");
+}
+
+TEST(Golden, Q6_KTinyBlockKeepsTheSearchLevels) {
+  // |x| < 2^-40: the scales are found, but d rounds to fp16 zero, so every
+  // sub-block keeps the levels of make_qx_quants' search (as ggml's does).
+  EXPECT_EQ(quantize_hex<q::q6_k>(lcg_inputs(8, 256, 60)),
+            "b69320be37811dbeccfcf0201a920254d45b906f92076ff8f400c5ba44ec2fb6fe4c0ccee834c908e8c97882f0a66a2b"
+            "45e9a51af19f869372f06394974b0fe106b3a950a18b9ee39d4d0e0f45f86043ae000e10262744ce7824ba8c37ec6e93"
+            "8801436a3fa4d02f25c8440624c6907263341afdfb8f339567503f0b2507d7e090cd1dac5c2b24eb969f7794f1698ab5"
+            "053e9365c1434cbe8dc0770f7e8c1dbf78dc0dcb0c8be101135b8e39a8d39c1143c2c344bc6c1851b633622889b1df84"
+            "7c797c808679847f8a7f85897781887a0000");
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 //   x: K floats        y: rows floats (must not overlap x or W)
 //
 // Steps: (1) quantize x once to W's activation format (Q8_0 for Q4_0/Q8_0, Q8_K
-// for Q4_K; float formats use x as it is) into caller workspace, with the
+// for Q4_K/Q6_K; float formats use x as it is) into caller workspace, with the
 // reference quantizer, so every arch sees the same activation bytes; (2) split
 // the rows, in tiles of `gemv_tile_rows`, over the executor; each part runs the
 // row kernel of arch tag A (matmul/scalar.hpp, matmul/avx2_gemv.hpp, ...).

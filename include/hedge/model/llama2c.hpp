@@ -101,26 +101,22 @@ inline std::int32_t read_i32(std::span<const std::byte> bytes, std::size_t offse
   return v;
 }
 
-/// Lays out consecutive float32 arrays, each `count` floats, failing past `limit` floats in all.
+/// Lays out consecutive float32 arrays, each `count` floats, in 64-bit arithmetic (a 32-bit
+/// target's size_t cannot hold a lying header's sizes), failing past `limit` floats in all.
 struct llama2c_layout {
-  std::size_t offset;  ///< byte offset of the next array
+  std::uint64_t offset;  ///< byte offset of the next array
   bool overflow = false;
-  static constexpr std::size_t limit = std::size_t{1} << 40;  // 4 TiB of floats: no real checkpoint is near
+  static constexpr std::uint64_t limit = std::uint64_t{1} << 40;  // 4 TiB of floats: no real checkpoint is near
 
   std::size_t take(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) noexcept {
-    const std::size_t at = offset;
+    const auto at = static_cast<std::size_t>(offset);
     // Each factor is below 2^31 (checked ints): a * b < 2^62; the product with c is checked.
     const std::uint64_t ab = a * b;
-    if (c != 0 && ab > limit / c) {
+    if (overflow || ab > limit / c || ab * c * sizeof(float) > limit * sizeof(float) - offset) {
       overflow = true;
       return at;
     }
-    const std::uint64_t bytes = ab * c * sizeof(float);
-    if (bytes > limit * sizeof(float) - offset) {
-      overflow = true;
-      return at;
-    }
-    offset += static_cast<std::size_t>(bytes);
+    offset += ab * c * sizeof(float);
     return at;
   }
 };
@@ -213,7 +209,7 @@ inline result<llama2c_checkpoint> llama2c_checkpoint::parse(std::span<const std:
     return error{errc::parse_error} << "llama2.c checkpoint: the header's shape (dim " << dim << ", hidden_dim " << hidden
                                     << ", layers " << layers << ", vocab " << vocab << ") needs more than "
                                     << detail::llama2c_layout::limit << " floats";
-  if (at.offset != bytes.size())
+  if (at.offset != static_cast<std::uint64_t>(bytes.size()))
     return error{errc::parse_error} << "llama2.c checkpoint: " << bytes.size() << " bytes, but a version " << c.version_
                                     << " file of this shape has " << at.offset << " (" << (shared ? "shared" : "separate")
                                     << " classifier)" << (bytes.size() < at.offset ? ": truncated" : "");

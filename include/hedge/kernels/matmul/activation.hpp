@@ -4,7 +4,7 @@
 // One prepared row of K floats, for weight format W:
 //   float formats (F32/F16/BF16):  nothing; the kernels read the floats
 //   Q8_0 activation (Q4_0, Q8_0):  [ K/32 q8_0 blocks | pad to 4 | K/32 int32 offsets | K/32 float scales ]
-//   Q8_K activation (Q4_K):        [ K/256 q8_k blocks ]
+//   Q8_K activation (Q4_K, Q6_K):  [ K/256 q8_k blocks ]
 // The Q8_0 side arrays are derived from the blocks, once per row: offsets[b] =
 // 8 * sum_j q_j lets the interleaved Q4_0 kernels apply the "-8" nibble offset
 // once per block for 8 weight rows, and scales[b] = float(d) saves every

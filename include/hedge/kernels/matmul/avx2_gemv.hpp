@@ -13,6 +13,11 @@
 //   Q4_K . Q8_K  per 32-element sub-block vpmaddubsw(n, x), then vpmaddwd by the
 //                6-bit scale (scale and pair-sum in one instruction), int32 over
 //                the super-block; mins via the activation's 16-element sums
+//   Q6_K . Q8_K  the 6-bit levels q in [0, 63] (4 low bits | 2 high bits) are
+//                unsigned, so vpmaddubsw(q, x); vpmaddwd by the int8 scales of
+//                the two 16-element sub-blocks in each 32-byte vector; the "- 32"
+//                of every level is 32 * sum_s sc_s * (Q8_K's 16-element sum s),
+//                one vpmaddwd per super-block
 //   F16/BF16/F32 . F32  convert 8 weights to float, fma
 #pragma once
 
@@ -31,6 +36,7 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -154,6 +160,55 @@ HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_k::block* w, std::size_t stride
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]) - sum_lanes(acc_min[r]);
 }
 
+/// Q6_K weights . Q8_K activation.
+template <int R>
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q6_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+                                 std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i high2 = _mm256_set1_epi8(0x30);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const quant::q8_k::block& xb = x[b];
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
+    __m256 scale[R];
+    row_scales<R>(w, stride, b, xb.d, scale);
+    for (int r = 0; r < R; ++r) {
+      const quant::q6_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      prefetch_next_tile<4>(w, stride, r, b);  // 210 bytes: 4 lines, then the next block's first
+      const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
+      // 32 * sum_s sc_s * sum(qx of sub-block s), in 8 int32 lanes (|lane| <= 2^24).
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(scales8), bsums), 5);
+      __m256i total = _mm256_setzero_si256();
+      for (int half = 0; half < 2; ++half) {
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * half));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * half + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh + 32 * half));
+        // Element 128 half + 32 i + l: its 2 high bits moved to bits 5:4 of the
+        // byte (16-bit shifts; the bits they carry across bytes are masked off).
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), high2)),
+            _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), high2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, high2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), high2))};
+        for (int i = 0; i < 4; ++i) {
+          const int pair = 4 * half + i;  // sub-blocks 2 pair and 2 pair + 1
+          const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 32 * pair));
+          // int16 scale 2 pair in the low 128 bits, 2 pair + 1 in the high 128 bits.
+          const __m128i pick = _mm_set_epi64x(static_cast<long long>(0x0101010101010101ull * (2 * pair + 1)),
+                                              static_cast<long long>(0x0101010101010101ull * (2 * pair)));
+          const __m256i scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+          // |q x + q x| <= 2 * 63 * 128 fits int16; scaled pairs <= 2^22 per lane.
+          total = _mm256_add_epi32(total, _mm256_madd_epi16(madd_u8s8_i16(q[i], xq), scales));
+        }
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(total, offset)), scale[r], acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
+}
+
 /// F32 / F16 / BF16 weights . F32 activation; `elements` need not be a multiple of 8.
 template <int R, class Element>
 HEDGE_TARGET_AVX2 void gemv_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements,
@@ -193,7 +248,8 @@ HEDGE_TARGET_AVX2 void gemv_rows(matrix_view<const WeightBlock> w, const Activat
 /// AVX2 overloads: chosen for arch::avx2 and every tag derived from it.
 template <class W>
   requires(std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q4_k> ||
-           std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>)
+           std::is_same_v<W, quant::q6_k> || std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> ||
+           std::is_same_v<W, quant::bf16>)
 void gemv_rows(arch::avx2, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,
                float* y) noexcept {
   avx2::gemv_rows(w, x, y);

@@ -7,7 +7,9 @@
 //                       adds them into each int32 lane, 16 products per instruction
 //
 // sdot is signed x signed, so Q4_0 subtracts 8 from the nibbles (no offset
-// trick needed) and Q4_K's unsigned nibbles (<= 15) are valid signed bytes.
+// trick needed) and Q4_K's unsigned nibbles (<= 15) and Q6_K's 6-bit levels
+// (<= 63) are valid signed bytes; Q6_K's "- 32" is applied once per block
+// through Q8_K's 16-element sums, as the AVX2 kernel does.
 // The dotprod functions carry a target attribute, so a baseline armv8-a
 // build contains them and they run where the CPU has the extension.
 // Float formats are the same in both variants: fp16 via fcvtl, bf16 via a
@@ -27,6 +29,7 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -134,6 +137,48 @@ inline void q4_k_tile(const quant::q4_k::block* w, std::size_t stride, const qua
   for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]) - acc_min[r];
 }
 
+/// Q6_K weights . Q8_K activation with the int8 dot product `Dot`.
+template <int R, class Dot>
+inline void q6_k_tile(const quant::q6_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+                      std::size_t blocks, float* y, Dot dot) noexcept {
+  float32x4_t acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F), high2 = vdupq_n_u8(0x30);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const quant::q8_k::block& xb = x[b];
+    const int16x8_t bsums_lo = vld1q_s16(xb.bsums), bsums_hi = vld1q_s16(xb.bsums + 8);
+    for (int r = 0; r < R; ++r) {
+      const quant::q6_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const int8x16_t scales8 = vld1q_s8(wb.scales);
+      const int16x8_t scales_lo = vmovl_s8(vget_low_s8(scales8)), scales_hi = vmovl_high_s8(scales8);
+      // sum_s sc_s * sum(qx of sub-block s), in 4 int32 lanes.
+      const int32x4_t offset =
+          vaddq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(scales_lo), vget_low_s16(bsums_lo)), scales_lo, bsums_lo),
+                    vmlal_high_s16(vmull_s16(vget_low_s16(scales_hi), vget_low_s16(bsums_hi)), scales_hi, bsums_hi));
+      int32x4_t total = vdupq_n_s32(0);
+      for (int half = 0; half < 2; ++half) {
+        for (int part = 0; part < 2; ++part) {  // l = 16 part .. 16 part + 15
+          const uint8x16_t ql0 = vld1q_u8(wb.ql + 64 * half + 16 * part);
+          const uint8x16_t ql1 = vld1q_u8(wb.ql + 64 * half + 32 + 16 * part);
+          const uint8x16_t qh = vld1q_u8(wb.qh + 32 * half + 16 * part);
+          const uint8x16_t q[4] = {vorrq_u8(vandq_u8(ql0, low4), vandq_u8(vshlq_n_u8(qh, 4), high2)),
+                                   vorrq_u8(vandq_u8(ql1, low4), vandq_u8(vshlq_n_u8(qh, 2), high2)),
+                                   vorrq_u8(vshrq_n_u8(ql0, 4), vandq_u8(qh, high2)),
+                                   vorrq_u8(vshrq_n_u8(ql1, 4), vandq_u8(vshrq_n_u8(qh, 2), high2))};
+          for (int i = 0; i < 4; ++i) {
+            const int sub = 8 * half + 2 * i + part;  // elements 16 sub .. 16 sub + 15
+            const int32x4_t products = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(q[i]), vld1q_s8(xb.qs + 16 * sub));
+            total = vmlaq_n_s32(total, products, wb.scales[sub]);
+          }
+        }
+      }
+      total = vsubq_s32(total, vshlq_n_s32(offset, 5));
+      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(total), vdupq_n_f32(f16_to_f32(wb.d) * xb.d));
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]);
+}
+
 /// F32 / F16 / BF16 weights . F32 activation; any length.
 template <int R, class Element>
 inline void float_tile(const Element* w, std::size_t stride, const float* x, std::size_t elements, float* y) noexcept {
@@ -173,6 +218,10 @@ template <int R, class Dot>
 inline void tile(const quant::q4_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
   q4_k_tile<R>(w, s, x, n, y, Dot{});
 }
+template <int R, class Dot>
+inline void tile(const quant::q6_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
+  q6_k_tile<R>(w, s, x, n, y, Dot{});
+}
 template <int R, class Dot, class Element>
 inline void tile(const Element* w, std::size_t s, const float* x, std::size_t n, float* y) noexcept {
   float_tile<R>(w, s, x, n, y);
@@ -195,8 +244,9 @@ inline void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, flo
 
 template <class W>
 concept neon_gemv_format = std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> ||
-                           std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::f32> ||
-                           std::is_same_v<W, quant::f16> || std::is_same_v<W, quant::bf16>;
+                           std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ||
+                           std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> ||
+                           std::is_same_v<W, quant::bf16>;
 
 /// NEON overloads: chosen for arch::neon, and arch::neon_dotprod (and tags derived from them).
 template <neon_gemv_format W>

@@ -5,6 +5,7 @@
 //   Q8_0 . Q8_0   sum_b  (d_w * d_x) * sum_j qw_j * qx_j
 //   Q4_0 . Q8_0   sum_b  (d_w * d_x) * sum_j (n_j - 8) * qx_j
 //   Q4_K . Q8_K   sum_B  d_x * (d_w * sum_s sc_s * sum_j n_j qx_j  -  dmin_w * sum_s m_s * sum_j qx_j)
+//   Q6_K . Q8_K   sum_B  d_x * (d_w * sum_s sc_s * sum_j (q_j - 32) qx_j)
 //   F32/F16/BF16 . F32   sum_k w_k * x_k
 //
 // Integer sums are exact; each block's float contribution is added in block
@@ -24,6 +25,7 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -59,6 +61,20 @@ inline float dot_block(const quant::q4_k::block& w, const quant::q8_k::block& x)
     mins += sm.min * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
   }
   return x.d * (f16_to_f32(w.d) * static_cast<float>(scaled) - f16_to_f32(w.dmin) * static_cast<float>(mins));
+}
+
+inline float dot_block(const quant::q6_k::block& w, const quant::q8_k::block& x) noexcept {
+  // |sum| <= 16 sub-blocks * 128 * 16 * 32 * 128 = 2^27: exact in int32.
+  std::int32_t scaled = 0;  // sum over sub-blocks of scale * sum((q - 32) * qx)
+  for (std::size_t s = 0; s < quant::q6_k::sub_blocks; ++s) {
+    std::int32_t sum = 0;
+    for (std::size_t l = 0; l < quant::q6_k::sub_elements; ++l) {
+      const std::size_t e = s * quant::q6_k::sub_elements + l;
+      sum += (quant::q6_k::level(w, e) - 32) * x.qs[e];
+    }
+    scaled += w.scales[s] * sum;
+  }
+  return x.d * (f16_to_f32(w.d) * static_cast<float>(scaled));
 }
 
 /// Value of one element of a float-format row.

@@ -1,0 +1,117 @@
+// hedge/model/gguf_vocabulary.hpp: the vocabulary of a GGUF file's tokenizer.ggml.* keys,
+// read as llama.cpp's llama_vocab::load reads them (src/llama-vocab.cpp) for
+// tokenizer.ggml.model = "llama" (SentencePiece), the one model this tokenizer implements.
+//
+//   tokenizer.ggml.model              string, must be "llama"
+//   tokenizer.ggml.tokens             string array: the pieces, one per id (required)
+//   tokenizer.ggml.scores             float32 or int32 array, at least one per token (absent: 0)
+//   tokenizer.ggml.token_type         int32 array, at least one per token (absent: normal;
+//                                     a value outside 0..6: undefined)
+//   tokenizer.ggml.bos_token_id       default 1  \  an id outside the vocabulary keeps the
+//   tokenizer.ggml.eos_token_id       default 2   | default (itself disabled when outside),
+//   tokenizer.ggml.unknown_token_id   default 0  /  as llama.cpp
+//   tokenizer.ggml.add_bos_token      default true
+//   tokenizer.ggml.add_eos_token      default false
+//   tokenizer.ggml.add_space_prefix   default true
+//
+// The pieces are views of the GGUF's bytes, which must outlive the vocabulary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "hedge/core/result.hpp"
+#include "hedge/model/gguf.hpp"
+#include "hedge/model/vocabulary.hpp"
+
+namespace hedge::model {
+
+inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
+  const auto model = file.find("tokenizer.ggml.model");
+  if (!model) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.model key (no vocabulary)";
+  const auto model_name = model->as_string();
+  if (!model_name) return model_name.error();
+  if (*model_name != "llama")
+    return error{errc::unsupported} << "tokenizer.ggml.model \"" << *model_name
+                                    << "\" is not supported: hedge's tokenizer implements \"llama\" (SentencePiece BPE)";
+
+  const auto tokens = file.find("tokenizer.ggml.tokens");
+  if (!tokens) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.tokens key";
+  if (!tokens->is_array() || tokens->element_type() != gguf_value_type::string)
+    return error{errc::parse_error} << "tokenizer.ggml.tokens is not an array of strings";
+  const std::uint64_t count = tokens->size();
+  if (count > vocabulary::max_tokens)
+    return error{errc::unsupported} << "tokenizer.ggml.tokens holds " << count << " tokens, more than " << vocabulary::max_tokens;
+
+  const auto scores = file.find("tokenizer.ggml.scores");
+  if (scores) {
+    const auto type = scores->element_type();
+    if (!scores->is_array() || (type != gguf_value_type::float32 && type != gguf_value_type::int32))
+      return error{errc::parse_error} << "tokenizer.ggml.scores is not an array of float32 or int32";
+    if (scores->size() < count)
+      return error{errc::parse_error} << "tokenizer.ggml.scores has " << scores->size() << " entries for " << count << " tokens";
+  }
+  const auto types = file.find("tokenizer.ggml.token_type");
+  if (types) {
+    if (!types->is_array() || types->element_type() != gguf_value_type::int32)
+      return error{errc::parse_error} << "tokenizer.ggml.token_type is not an array of int32";
+    if (types->size() < count)
+      return error{errc::parse_error} << "tokenizer.ggml.token_type has " << types->size() << " entries for " << count << " tokens";
+  }
+
+  vocabulary_settings settings;
+  auto special = [&](std::string_view key, token_id& id) -> result<void> {
+    const auto value = file.find(key);
+    if (!value) return {};
+    const auto v = value->as_u32();
+    if (!v) return v.error();
+    if (*v < count) id = static_cast<token_id>(*v);
+    return {};
+  };
+  auto flag = [&](std::string_view key, bool& out) -> result<void> {
+    const auto value = file.find(key);
+    if (!value) return {};
+    const auto v = value->as_bool();
+    if (!v) return v.error();
+    out = *v;
+    return {};
+  };
+  if (auto r = special("tokenizer.ggml.bos_token_id", settings.bos); !r) return r.error();
+  if (auto r = special("tokenizer.ggml.eos_token_id", settings.eos); !r) return r.error();
+  if (auto r = special("tokenizer.ggml.unknown_token_id", settings.unk); !r) return r.error();
+  if (auto r = flag("tokenizer.ggml.add_bos_token", settings.add_bos); !r) return r.error();
+  if (auto r = flag("tokenizer.ggml.add_eos_token", settings.add_eos); !r) return r.error();
+  if (auto r = flag("tokenizer.ggml.add_space_prefix", settings.add_space_prefix); !r) return r.error();
+  settings.escape_whitespace = true;
+
+  auto piece = tokens->strings().begin();
+  return vocabulary::build(
+      static_cast<std::size_t>(count),
+      [&](std::size_t id) -> result<token_record> {
+        token_record r;
+        r.piece = *piece;
+        ++piece;
+        if (scores) {
+          if (scores->element_type() == gguf_value_type::float32) {
+            auto s = scores->array_f32(id);
+            if (!s) return s.error();
+            r.score = *s;
+          } else {
+            auto s = scores->array_i32(id);
+            if (!s) return s.error();
+            r.score = static_cast<float>(*s);
+          }
+        }
+        if (types) {
+          auto t = types->array_i32(id);
+          if (!t) return t.error();
+          r.type = *t >= 0 && *t <= 6 ? static_cast<token_type>(*t) : token_type::undefined;
+        }
+        return r;
+      },
+      settings);
+}
+
+}  // namespace hedge::model

@@ -1,0 +1,228 @@
+// hedge/model/vocabulary.hpp: a SentencePiece (llama "SPM") vocabulary: per token id its
+// piece, score and type, the special ids and flags, and a piece -> id lookup.
+//
+// The pieces are views into the bytes they were read from (a GGUF's tokenizer.ggml.tokens
+// array, a llama2.c tokenizer.bin): those bytes must outlive the vocabulary. What the
+// vocabulary owns it allocates once, at build time: one record per token and an
+// open-addressing hash table of 2^k slots (k the least with 2^k >= 2 * tokens), so a
+// lookup in the encoder's hot loop hashes the candidate bytes and compares a few pieces,
+// with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
+// when two ids share a piece, the lookup answers the higher id, and an empty piece is
+// never found.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "hedge/core/result.hpp"
+#include "hedge/core/storage.hpp"
+
+namespace hedge::model {
+
+/// A token id; -1 (`no_token`) where a vocabulary has none (e.g. no unknown token).
+using token_id = std::int32_t;
+inline constexpr token_id no_token = -1;
+
+/// SentencePiece's piece types, numbered as GGUF's tokenizer.ggml.token_type stores them.
+enum class token_type : std::uint8_t {
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
+};
+
+/// One token as a reader hands it to `vocabulary::build`.
+struct token_record {
+  std::string_view piece;
+  float score = 0.0f;
+  token_type type = token_type::normal;
+};
+
+/// The special ids and flags of a llama vocabulary; the defaults are llama.cpp's for
+/// tokenizer.ggml.model "llama" when the GGUF has no key for them.
+struct vocabulary_settings {
+  token_id bos = 1;
+  token_id eos = 2;
+  token_id unk = 0;
+  bool add_bos = true;
+  bool add_eos = false;
+  /// Prefix a space to the text (and to the text after a user-defined token).
+  bool add_space_prefix = true;
+  /// Spaces are U+2581 (▁) in the pieces: true for GGUF; false for llama2.c's
+  /// tokenizer.bin, whose export wrote them back as spaces.
+  bool escape_whitespace = true;
+};
+
+namespace detail {
+
+/// FNV-1a, 64-bit: short pieces, one pass, no tables.
+constexpr std::uint64_t piece_hash(std::string_view s) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace detail
+
+class vocabulary {
+ public:
+  /// The most tokens a vocabulary holds: ids fit token_id, the hash table's 2^k slots fit uint32.
+  static constexpr std::size_t max_tokens = std::size_t{1} << 30;
+
+  vocabulary() noexcept = default;
+
+  /// Builds a vocabulary of `count` tokens, `token_at(i)` giving id i's record (a
+  /// result<token_record>). Special ids outside [0, count) are disabled (no_token), as
+  /// llama.cpp does. Allocates count records and the hash table, once.
+  template <class TokenAt>
+  static result<vocabulary> build(std::size_t count, TokenAt&& token_at, vocabulary_settings settings) noexcept {
+    if (count == 0) return error{errc::parse_error} << "vocabulary has no tokens";
+    if (count > max_tokens) return error{errc::unsupported} << "vocabulary of " << count << " tokens exceeds " << max_tokens;
+    vocabulary v;
+    auto records = heap_storage<token_record>::make(count);
+    if (!records) return records.error();
+    std::size_t slots = 1;
+    while (slots < 2 * count) slots *= 2;
+    auto table = heap_storage<std::uint32_t>::make(slots);
+    if (!table) return table.error();
+    v.records_ = std::move(*records);
+    v.table_ = std::move(*table);
+    for (auto& slot : v.table_.span()) slot = empty_slot;
+    for (std::size_t i = 0; i < count; ++i) {
+      result<token_record> r = token_at(i);
+      if (!r) return r.error();
+      if (static_cast<std::uint8_t>(r->type) > static_cast<std::uint8_t>(token_type::byte)) r->type = token_type::undefined;
+      v.records_.data()[i] = *r;
+      v.max_piece_ = v.max_piece_ < r->piece.size() ? r->piece.size() : v.max_piece_;
+      if (!r->piece.empty()) v.insert(static_cast<std::uint32_t>(i));
+      if (r->type == token_type::user_defined && !r->piece.empty()) ++v.user_defined_;
+    }
+    auto disable = [count](token_id& id) {
+      if (id < 0 || static_cast<std::size_t>(id) >= count) id = no_token;
+    };
+    disable(settings.bos);
+    disable(settings.eos);
+    disable(settings.unk);
+    v.settings_ = settings;
+    // Byte fallback as llama.cpp's byte_to_token: the piece "<0xHH>", else the byte
+    // itself as a piece; where neither exists, the unknown token.
+    for (unsigned b = 0; b < 256; ++b) {
+      static constexpr char hex[] = "0123456789ABCDEF";
+      const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+      token_id id = v.find(std::string_view{name, 6});
+      if (id == no_token) {
+        const char raw = static_cast<char>(b);
+        id = v.find(std::string_view{&raw, 1});
+      }
+      v.byte_tokens_[b] = id == no_token ? v.settings_.unk : id;
+    }
+    if (v.user_defined_ > 0) {
+      auto order = heap_storage<std::uint32_t>::make(v.user_defined_);
+      if (!order) return order.error();
+      v.user_order_ = std::move(*order);
+      v.sort_user_defined();
+    }
+    const std::string_view space = v.space_piece();
+    v.space_is_token_ = v.find(space) != no_token;
+    v.splits_at_spaces_ = true;
+    for (std::size_t id = 0; id < count && v.splits_at_spaces_; ++id) {
+      const std::string_view piece = v.records_.data()[id].piece;
+      if (piece.find(space, 1) == std::string_view::npos) continue;
+      for (std::size_t at = 0; at < piece.size(); at += space.size())
+        if (piece.substr(at, space.size()) != space) v.splits_at_spaces_ = false;
+    }
+    return v;
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+  [[nodiscard]] const vocabulary_settings& settings() const noexcept { return settings_; }
+  [[nodiscard]] bool contains(token_id id) const noexcept { return id >= 0 && static_cast<std::size_t>(id) < size(); }
+  /// Id's piece, score and type; `id` must be in range (`contains`).
+  [[nodiscard]] const token_record& operator[](token_id id) const noexcept { return records_.data()[id]; }
+  /// Bytes of the longest piece: a longer candidate is not looked up.
+  [[nodiscard]] std::size_t max_piece_bytes() const noexcept { return max_piece_; }
+
+  /// The id whose piece is exactly `piece` (the highest such id), or no_token.
+  [[nodiscard]] token_id find(std::string_view piece) const noexcept {
+    if (piece.empty() || piece.size() > max_piece_) return no_token;
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t slot = detail::piece_hash(piece) & mask;; slot = (slot + 1) & mask) {
+      const std::uint32_t id = table_.data()[slot];
+      if (id == empty_slot) return no_token;
+      if (records_.data()[id].piece == piece) return static_cast<token_id>(id);
+    }
+  }
+
+  /// The byte-fallback token of byte b (no_token when the vocabulary has none and no unknown token).
+  [[nodiscard]] token_id byte_token(unsigned char b) const noexcept { return byte_tokens_[b]; }
+
+  /// Whether a space (escaped or not) is one token: then every space costs at most one id.
+  [[nodiscard]] bool space_is_token() const noexcept { return space_is_token_; }
+
+  /// The piece of one space: "▁" (U+2581) when spaces are escaped, else " ".
+  [[nodiscard]] std::string_view space_piece() const noexcept {
+    return settings_.escape_whitespace ? std::string_view{"\xE2\x96\x81"} : std::string_view{" "};
+  }
+
+  /// Whether no piece holds a space after something other than spaces (SentencePiece's
+  /// default split_by_whitespace): then no merge crosses into a space that follows another
+  /// character, and the encoder merges each such word apart, in cache.
+  [[nodiscard]] bool splits_at_spaces() const noexcept { return splits_at_spaces_; }
+
+  /// User-defined tokens (split out of the text before the merges, as llama.cpp's
+  /// tokenizer_st_partition does even without parse_special), longest piece first, ties by id.
+  [[nodiscard]] std::span<const std::uint32_t> user_defined_order() const noexcept { return user_order_.span(); }
+
+ private:
+  static constexpr std::uint32_t empty_slot = 0xFFFFFFFFu;
+
+  /// Inserts id; a later id with the same piece replaces the earlier (llama.cpp's token_to_id map).
+  void insert(std::uint32_t id) noexcept {
+    const std::string_view piece = records_.data()[id].piece;
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t slot = detail::piece_hash(piece) & mask;; slot = (slot + 1) & mask) {
+      std::uint32_t& entry = table_.data()[slot];
+      if (entry == empty_slot || records_.data()[entry].piece == piece) {
+        entry = id;
+        return;
+      }
+    }
+  }
+
+  /// Insertion sort by (piece length descending, id ascending): user-defined tokens are few.
+  void sort_user_defined() noexcept {
+    std::size_t n = 0;
+    for (std::size_t id = 0; id < size(); ++id) {
+      const token_record& r = records_.data()[id];
+      if (r.type != token_type::user_defined || r.piece.empty()) continue;
+      std::size_t at = n++;
+      while (at > 0 && records_.data()[user_order_.data()[at - 1]].piece.size() < r.piece.size()) {
+        user_order_.data()[at] = user_order_.data()[at - 1];
+        --at;
+      }
+      user_order_.data()[at] = static_cast<std::uint32_t>(id);
+    }
+  }
+
+  heap_storage<token_record> records_;
+  heap_storage<std::uint32_t> table_;
+  heap_storage<std::uint32_t> user_order_;
+  vocabulary_settings settings_{};
+  std::size_t max_piece_ = 0;
+  std::size_t user_defined_ = 0;
+  token_id byte_tokens_[256] = {};
+  bool space_is_token_ = false;
+  bool splits_at_spaces_ = false;
+};
+
+}  // namespace hedge::model

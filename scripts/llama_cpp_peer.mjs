@@ -1,0 +1,71 @@
+// The llama.cpp peer: runs the prebuilt llama.cpp of the npm package node-llama-cpp to
+// compute reference data for hedge's tests. Run it through scripts/llama_cpp_peer.sh, which
+// installs the package under build/llama-cpp-peer/.
+//
+//   tokenize MODEL.gguf TEXTS.jsonl   one JSON object per line in: {"name": ..., "text": ...}
+//                                     or {"name": ..., "base64": ...} for bytes that are not
+//                                     valid UTF-8; one line out per text:
+//                                     {"name": ..., "ids": [...]}, the ids of llama_tokenize
+//                                     with add_special = false and parse_special = false
+//                                     (no BOS: with add_special it is BOS followed by these).
+//
+// Each subcommand is one entry of `commands`: (model, args) -> Promise<void>, the model
+// loaded by `loadModel` (a generate subcommand loads it with weights and a context).
+import {spawnSync} from "node:child_process";
+import {readFileSync} from "node:fs";
+import {createRequire} from "node:module";
+import path from "node:path";
+import {fileURLToPath, pathToFileURL} from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(path.join(root, "build/llama-cpp-peer/package.json"));
+const {getLlama, LlamaLogLevel} = await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
+
+function usage() {
+    process.stderr.write("usage: llama_cpp_peer.mjs tokenize MODEL.gguf TEXTS.jsonl\n");
+    process.exit(2);
+}
+
+async function loadModel(modelPath, {vocabOnly}) {
+    const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+    return llama.loadModel({modelPath, vocabOnly});
+}
+
+function readRecords(file) {
+    return readFileSync(file, "utf8").split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line));
+}
+
+/// Ids of texts given as bytes, from the byte-exact helper the shell script builds.
+function tokenizeBytes(modelPath, buffers) {
+    const helper = process.env.HEDGE_LLAMA_CPP_TOKENIZE_BYTES;
+    if (!helper) throw new Error("texts given as base64 need scripts/llama_cpp_peer.sh's tokenize-bytes helper");
+    const input = buffers.map((b) => b.toString("hex")).join("\n") + "\n";
+    const run = spawnSync(helper, [modelPath], {input, encoding: "utf8", maxBuffer: 1 << 30});
+    if (run.status !== 0) throw new Error(`tokenize-bytes failed: ${run.stderr}`);
+    return run.stdout.split("\n").slice(0, buffers.length).map((line) => (line === "" ? [] : line.split(" ").map(Number)));
+}
+
+const commands = {
+    async tokenize(args) {
+        if (args.length !== 2) usage();
+        const [modelPath, textsPath] = args;
+        const model = await loadModel(modelPath, {vocabOnly: true});
+        const records = readRecords(textsPath);
+        const bytes = records.map((r) => (r.base64 !== undefined ? Buffer.from(r.base64, "base64") : Buffer.from(r.text, "utf8")));
+        const fromNode = records.map((r) => (r.base64 !== undefined ? null : Array.from(model.tokenize(r.text, false))));
+        // The helper sees every text, so the two paths into the same libllama are checked
+        // against each other where both apply.
+        const fromHelper = process.env.HEDGE_LLAMA_CPP_TOKENIZE_BYTES ? tokenizeBytes(modelPath, bytes) : null;
+        records.forEach((r, i) => {
+            const ids = fromNode[i] ?? fromHelper[i];
+            if (fromHelper && fromNode[i] && fromHelper[i].join(" ") !== fromNode[i].join(" "))
+                throw new Error(`text ${r.name}: node-llama-cpp and tokenize-bytes disagree`);
+            process.stdout.write(JSON.stringify({name: r.name, ids}) + "\n");
+        });
+        await model.dispose();
+    },
+};
+
+const [command, ...args] = process.argv.slice(2);
+if (!commands[command]) usage();
+await commands[command](args);

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The llama.cpp peer: installs the npm package node-llama-cpp (a prebuilt llama.cpp) under
+# build/llama-cpp-peer/ and runs scripts/llama_cpp_peer.mjs with it. Never a dependency of
+# hedge and never run by CI: it computes reference data (token ids) that the tests commit.
+#
+#   scripts/llama_cpp_peer.sh tokenize MODEL.gguf TEXTS.jsonl > IDS.jsonl
+#
+# JavaScript strings cannot carry invalid UTF-8, so texts given as bytes go through a small
+# C++ helper (build/llama-cpp-peer/bin/tokenize-bytes) linked against the package's own
+# libllama, compiled from the llama.cpp sources the package ships (llama/gitRelease.bundle).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+peer=$root/build/llama-cpp-peer
+package=$peer/node_modules/node-llama-cpp
+
+if [ ! -d "$package" ]; then
+  mkdir -p "$peer"
+  npm install --prefix "$peer" --no-audit --no-fund --ignore-scripts node-llama-cpp >&2
+fi
+
+bins=$peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+helper=$peer/bin/tokenize-bytes
+if [ ! -x "$helper" ] && [ -d "$bins" ]; then
+  if [ ! -d "$peer/llama.cpp" ]; then
+    git clone --quiet "$package/llama/gitRelease.bundle" "$peer/llama.cpp" >&2
+  fi
+  mkdir -p "$peer/bin"
+  library=$(ls "$bins"/libllama.v*.so | head -n 1)
+  cat > "$peer/tokenize_bytes.cpp" <<'CPP'
+// The llama.cpp peer's byte-exact tokenizer (this script builds it against the
+// libllama that node-llama-cpp ships): JavaScript strings cannot hold invalid UTF-8.
+//
+//   tokenize-bytes MODEL.gguf < lines of hex-encoded texts
+//
+// prints, per input line, the ids llama_tokenize gives (add_special = false,
+// parse_special = false), space-separated.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: tokenize-bytes MODEL.gguf < hex lines\n");
+    return 2;
+  }
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  llama_backend_init();
+  llama_model_params params = llama_model_default_params();
+  params.vocab_only = true;
+  llama_model* model = llama_model_load_from_file(argv[1], params);
+  if (model == nullptr) {
+    std::fprintf(stderr, "cannot load %s\n", argv[1]);
+    return 1;
+  }
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::string text;
+    for (std::size_t i = 0; i + 1 < line.size(); i += 2) text.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
+    std::vector<llama_token> ids(text.size() * 3 + 8);
+    const int n = llama_tokenize(vocab, text.data(), static_cast<int>(text.size()), ids.data(), static_cast<int>(ids.size()), false, false);
+    if (n < 0) {
+      std::fprintf(stderr, "llama_tokenize failed (%d)\n", n);
+      return 1;
+    }
+    for (int i = 0; i < n; ++i) std::printf(i ? " %d" : "%d", ids[i]);
+    std::printf("\n");
+  }
+  llama_model_free(model);
+  return 0;
+}
+CPP
+  g++ -std=c++17 -O2 -o "$helper" "$peer/tokenize_bytes.cpp" \
+    -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
+    "$library" -Wl,-rpath,"$bins" >&2
+fi
+
+export HEDGE_LLAMA_CPP_TOKENIZE_BYTES=$helper
+exec node "$root/scripts/llama_cpp_peer.mjs" "$@"

@@ -1,0 +1,116 @@
+// hedge-tokenize: the token ids of a text under a model's vocabulary, as llama.cpp gives them.
+//
+//   hedge-tokenize -m MODEL.gguf [--no-bos] [--pieces] TEXT
+//   hedge-tokenize -z tokenizer.bin [--no-bos] [--pieces] TEXT
+//
+// The last line of stdout is the ids, space-separated (BOS first unless --no-bos); with
+// --pieces each id's piece comes first, one per line. Exit 0 on success, 1 when the file
+// cannot be read or parsed, 2 on a usage error.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "hedge/model/gguf.hpp"
+#include "hedge/model/gguf_vocabulary.hpp"
+#include "hedge/model/llama2c_tokenizer.hpp"
+#include "hedge/model/tokenizer.hpp"
+#include "hedge/os/mapped_file.hpp"
+
+namespace {
+
+constexpr const char* usage_text =
+    "usage: hedge-tokenize -m MODEL.gguf [--no-bos] [--pieces] TEXT\n"
+    "       hedge-tokenize -z tokenizer.bin [--no-bos] [--pieces] TEXT\n"
+    "Prints the token ids of TEXT (llama.cpp's SentencePiece rules, special-token text\n"
+    "such as \"<s>\" read as plain text) space-separated on the last line, BOS first\n"
+    "unless --no-bos; --pieces also prints each id's piece, one per line.\n";
+
+int usage_error(const char* message) {
+  std::fprintf(stderr, "hedge-tokenize: %s\n%s", message, usage_text);
+  return 2;
+}
+
+/// The piece with bytes outside printable ASCII as \xHH, so every line stays one line.
+std::string printable(std::string_view piece) {
+  std::string out;
+  for (char c : piece) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7F && c != '\\') {
+      out += c;
+    } else if (b >= 0x80) {
+      out += c;  // UTF-8 bytes go out as they are (▁ stays visible)
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02X", b);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* gguf_path = nullptr;
+  const char* bin_path = nullptr;
+  const char* text = nullptr;
+  bool bos = true, pieces = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage_text, stdout);
+      return 0;
+    }
+    if (arg == "-m" || arg == "-z") {
+      if (i + 1 == argc) return usage_error("-m and -z take a file");
+      (arg == "-m" ? gguf_path : bin_path) = argv[++i];
+    } else if (arg == "--no-bos") {
+      bos = false;
+    } else if (arg == "--pieces") {
+      pieces = true;
+    } else if (arg.size() > 1 && arg[0] == '-' && text == nullptr && arg != "--") {
+      return usage_error((std::string("unknown option ") + argv[i]).c_str());
+    } else {
+      if (arg == "--" && i + 1 < argc) ++i;
+      if (text != nullptr) return usage_error("give the text as one argument (quote it)");
+      text = argv[i];
+    }
+  }
+  if ((gguf_path == nullptr) == (bin_path == nullptr)) return usage_error("give exactly one of -m MODEL.gguf and -z tokenizer.bin");
+  if (text == nullptr) return usage_error("no text given");
+
+  const char* path = gguf_path != nullptr ? gguf_path : bin_path;
+  auto file = hedge::os::mapped_file::open(path);
+  if (!file) {
+    std::fprintf(stderr, "hedge-tokenize: %s\n", file.error().c_str());
+    return 1;
+  }
+  hedge::result<hedge::model::vocabulary> vocab = hedge::error{hedge::errc::invalid_argument};
+  if (gguf_path != nullptr) {
+    auto gguf = hedge::model::gguf_file::parse(file->bytes());
+    if (!gguf) {
+      std::fprintf(stderr, "hedge-tokenize: %s: %s\n", path, gguf.error().c_str());
+      return 1;
+    }
+    vocab = hedge::model::read_gguf_vocabulary(*gguf);
+  } else {
+    vocab = hedge::model::read_llama2c_tokenizer(file->bytes());
+  }
+  if (!vocab) {
+    std::fprintf(stderr, "hedge-tokenize: %s: %s\n", path, vocab.error().c_str());
+    return 1;
+  }
+  const hedge::model::tokenizer tokenizer{std::move(*vocab)};
+  auto ids = tokenizer.encode(text, hedge::model::encode_options{bos});
+  if (!ids) {
+    std::fprintf(stderr, "hedge-tokenize: %s\n", ids.error().c_str());
+    return 1;
+  }
+  if (pieces) {
+    for (auto id : *ids) std::printf("%6d '%s'\n", id, printable(tokenizer.vocab()[id].piece).c_str());
+  }
+  for (std::size_t i = 0; i < ids->size(); ++i) std::printf(i == 0 ? "%d" : " %d", (*ids)[i]);
+  std::printf("\n");
+  return 0;
+}
