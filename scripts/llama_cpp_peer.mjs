@@ -8,6 +8,9 @@
 //                                     {"name": ..., "ids": [...]}, the ids of llama_tokenize
 //                                     with add_special = false and parse_special = false
 //                                     (no BOS: with add_special it is BOS followed by these).
+//   generate MODEL.gguf PROMPT N      loads the model with its weights (CPU, 1 thread) and
+//                                     prints the N token ids llama.cpp generates greedily
+//                                     (argmax) after BOS and PROMPT's tokens, on one line.
 //
 // Each subcommand is one entry of `commands`: (model, args) -> Promise<void>, the model
 // loaded by `loadModel` (a generate subcommand loads it with weights and a context).
@@ -22,7 +25,7 @@ const require = createRequire(path.join(root, "build/llama-cpp-peer/package.json
 const {getLlama, LlamaLogLevel} = await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
 
 function usage() {
-    process.stderr.write("usage: llama_cpp_peer.mjs tokenize MODEL.gguf TEXTS.jsonl\n");
+    process.stderr.write("usage: llama_cpp_peer.mjs tokenize MODEL.gguf TEXTS.jsonl | generate MODEL.gguf PROMPT N\n");
     process.exit(2);
 }
 
@@ -64,6 +67,24 @@ const commands = {
         });
         await model.dispose();
     },
+};
+
+commands.generate = async (args) => {
+    if (args.length !== 3) usage();
+    const [modelPath, prompt, count] = args;
+    const n = Number(count);
+    const model = await loadModel(modelPath, {vocabOnly: false});
+    const context = await model.createContext({contextSize: Math.max(64, n + 64), threads: 1});
+    const sequence = context.getSequence();
+    const input = [model.tokens.bos, ...Array.from(model.tokenize(prompt, false))];
+    const ids = [];
+    for await (const token of sequence.evaluate(input, {temperature: 0})) {
+        ids.push(token);
+        if (ids.length >= n) break;
+    }
+    process.stdout.write(ids.join(" ") + "\n");
+    await context.dispose();
+    await model.dispose();
 };
 
 const [command, ...args] = process.argv.slice(2);

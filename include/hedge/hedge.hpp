@@ -52,6 +52,7 @@
 #include "hedge/model/forward.hpp"
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_llama.hpp"
+#include "hedge/model/gguf_quantize.hpp"
 #include "hedge/model/gguf_value.hpp"
 #include "hedge/model/gguf_vocabulary.hpp"
 #include "hedge/model/gguf_writer.hpp"

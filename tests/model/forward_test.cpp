@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "hedge/model/gguf.hpp"
+#include "hedge/model/gguf_quantize.hpp"
+#include "hedge/model/gguf_writer.hpp"
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/weights.hpp"
 #include "support/alloc_counter.hpp"
@@ -110,6 +113,85 @@ TEST(LlamaForward, GreedyStepsMatchRunCWithoutPrompt) {
 TEST(LlamaForward, GreedyStepsMatchRunCWithPrompt) {
   SKIP_WITHOUT_MODELS();
   expect_matches_run_c("llama2c_prompt_onceuponatime_n256");
+}
+
+/// stories260K.gguf in 4-byte aligned storage (the tensors are read in place).
+struct stories_gguf {
+  std::size_t bytes = 0;
+  std::vector<float> file = read_floats(models + "stories260K.gguf", bytes);
+  gguf_file parsed = *gguf_file::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
+};
+
+std::vector<std::int32_t> greedy(const llama_weights& w, std::vector<std::int32_t> prompt, std::size_t count) {
+  auto model = llama<>::make(w, {.context = 256});
+  EXPECT_TRUE(model.ok()) << model.error().message();
+  if (!model) return {};
+  auto seq = *model->create_session();
+  auto logits = model->prefill(seq, prompt);
+  std::vector<std::int32_t> out;
+  while (logits) {
+    out.push_back(argmax(*logits));
+    if (out.size() == count) break;
+    logits = model->decode(seq, out.back());
+  }
+  EXPECT_TRUE(logits.ok()) << logits.error().message();
+  return out;
+}
+
+TEST(LlamaForward, GgufCheckpointMatchesRunC) {
+  SKIP_WITHOUT_MODELS();
+  const stories_gguf g;
+  const auto w = gguf_weights(g.parsed);
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  EXPECT_FALSE(w->config.shared_classifier);  // the GGUF stores output.weight as a copy
+  const auto ref = load_reference("llama2c_prompt_onceuponatime_n256");
+  const std::vector<std::int32_t> expected(ref.nexts.begin() + static_cast<std::ptrdiff_t>(ref.prompt.size()) - 1,
+                                           ref.nexts.end());
+  const auto ids = greedy(*w, ref.prompt, expected.size());
+  EXPECT_EQ(ids, expected);
+}
+
+/// llama.cpp's greedy ids on hedge-quantize's output (tests/model/data/llama_cpp_greedy_ids.txt).
+std::vector<std::int32_t> llama_cpp_ids(const std::string& type) {
+  std::ifstream in(std::string(HEDGE_SOURCE_DIR) + "/tests/model/data/llama_cpp_greedy_ids.txt");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    if (name != type) continue;
+    std::vector<std::int32_t> ids;
+    for (std::int32_t t; fields >> t;) ids.push_back(t);
+    return ids;
+  }
+  return {};
+}
+
+TEST(LlamaForward, QuantizedFilesGiveLlamaCppsGreedyIds) {
+  SKIP_WITHOUT_MODELS();
+  const stories_gguf g;
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};  // BOS "Once upon a time"
+  for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
+                                   std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
+                                   std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
+    gguf_writer writer;
+    quantized_storage storage;
+    ASSERT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
+    std::vector<std::byte> bytes;
+    ASSERT_TRUE(writer.write(bytes).ok());
+    std::vector<float> aligned((bytes.size() + 3) / 4);
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
+    ASSERT_TRUE(file.ok()) << file.error().message();
+    const auto w = gguf_weights(*file);
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    const auto expected = llama_cpp_ids(name);
+    ASSERT_EQ(expected.size(), 40u) << name;
+    const auto ids = greedy(*w, prompt, expected.size());
+    std::size_t same = 0;
+    while (same < ids.size() && ids[same] == expected[same]) ++same;
+    EXPECT_GE(same, 32u) << name;
+    std::printf("%s: the first %zu of %zu greedy ids equal llama.cpp's\n", name, same, expected.size());
+  }
 }
 
 TEST(LlamaForward, RollbackAndForkReproduceTheSameLogits) {

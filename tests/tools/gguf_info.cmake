@@ -5,19 +5,7 @@
 file(REMOVE_RECURSE ${BINARY})
 file(MAKE_DIRECTORY ${BINARY})
 
-# expect(<exit code> <text> <command>...): the command exits with <exit code> and its stdout
-# (exit 0) or stderr holds <text> literally. Failures are collected, not fatal.
-function(expect code text)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  set(stream "${err}")
-  if(code EQUAL 0)
-    set(stream "${out}")
-  endif()
-  string(FIND "${stream}" "${text}" at)
-  if(NOT rc STREQUAL code OR at EQUAL -1)
-    message(SEND_ERROR "${ARGN}: expected exit ${code} and '${text}', got exit ${rc}:\n${out}\n${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 
 expect(0 "usage: hedge-gguf-info FILE" ${INFO} --help)
 expect(2 "expected one FILE" ${INFO})

@@ -8,13 +8,15 @@
 // a firmware build that only ships Q4_0 weights names only Q4_0 and carries no other
 // kernel. A matrix of a format outside the set is an error naming the format.
 //
-// Readers fill `llama_weights`: `llama2c_weights` here (float32, shared classifier by the
-// sign rule), the GGUF reader's (model/gguf_llama.hpp) from `blk.N.*` tensors.
+// Readers fill `llama_weights`: `llama2c_weights` (float32, shared classifier by the sign
+// rule) and `gguf_weights` (llama.cpp's tensor names), both views of the file's bytes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -23,6 +25,8 @@
 #include "hedge/core/view.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/model/config.hpp"
+#include "hedge/model/gguf.hpp"
+#include "hedge/model/gguf_llama.hpp"
 #include "hedge/model/llama2c.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
@@ -145,6 +149,52 @@ inline llama_weights llama2c_weights(const llama2c_checkpoint& c) {
   }
   w.output_norm = c.rms_final();
   w.output = weight_matrix::of(c.classifier());
+  return w;
+}
+
+/// A GGUF llama's weights (llama.cpp's tensor names: token_embd, blk.N.attn_norm,
+/// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm,
+/// output; output absent = the embedding is the classifier). Norms must be F32; matrices
+/// may be any type, checked against the model's formats when the model is made.
+inline result<llama_weights> gguf_weights(const gguf_file& file) {
+  llama_weights w;
+  auto config = read_llama_config(file);
+  if (!config) return config.error();
+  w.config = *config;
+  const auto matrix = [&](const std::string& name, bool required, weight_matrix& out) -> result<void> {
+    const auto t = file.find_tensor(name);
+    if (!t) {
+      if (required) return error{errc::parse_error} << "GGUF llama: tensor " << name << " is missing";
+      return ok();
+    }
+    if (t->n_dims > 2) return error{errc::shape_mismatch} << "GGUF llama: tensor " << name << " has " << t->n_dims << " dims";
+    out = {t->type, t->bytes.data(), static_cast<std::size_t>(t->rows()), static_cast<std::size_t>(t->dims[0])};
+    return ok();
+  };
+  const auto norm = [&](const std::string& name, vector_view<const float>& out) -> result<void> {
+    auto v = file.vector<quant::f32>(name);
+    if (!v) return error{v.error().code()} << "GGUF llama: norm " << name << ": " << v.error().message();
+    out = *v;
+    return ok();
+  };
+  HEDGE_TRY(matrix("token_embd.weight", true, w.token_embedding));
+  HEDGE_TRY(norm("output_norm.weight", w.output_norm));
+  HEDGE_TRY(matrix("output.weight", false, w.output));
+  if (w.output.data == nullptr) w.output = w.token_embedding;
+  w.layers.resize(w.config.n_layers);
+  for (std::size_t l = 0; l < w.config.n_layers; ++l) {
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    auto& y = w.layers[l];
+    HEDGE_TRY(norm(blk + "attn_norm.weight", y.attn_norm));
+    HEDGE_TRY(norm(blk + "ffn_norm.weight", y.ffn_norm));
+    HEDGE_TRY(matrix(blk + "attn_q.weight", true, y.wq));
+    HEDGE_TRY(matrix(blk + "attn_k.weight", true, y.wk));
+    HEDGE_TRY(matrix(blk + "attn_v.weight", true, y.wv));
+    HEDGE_TRY(matrix(blk + "attn_output.weight", true, y.wo));
+    HEDGE_TRY(matrix(blk + "ffn_gate.weight", true, y.w_gate));
+    HEDGE_TRY(matrix(blk + "ffn_up.weight", true, y.w_up));
+    HEDGE_TRY(matrix(blk + "ffn_down.weight", true, y.w_down));
+  }
   return w;
 }
 
