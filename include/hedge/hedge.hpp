@@ -50,6 +50,7 @@
 #include "hedge/kv/shape.hpp"
 #include "hedge/model/config.hpp"
 #include "hedge/model/forward.hpp"
+#include "hedge/model/generate.hpp"
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_llama.hpp"
 #include "hedge/model/gguf_quantize.hpp"
