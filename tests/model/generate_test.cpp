@@ -120,6 +120,19 @@ TEST(Generate, StopStringsAreNotDeliveredNorWhatFollows) {
   EXPECT_EQ(delivered.size(), summary->generated);
 }
 
+TEST(Generate, APieceAfterThePromptKeepsItsLeadingSpace) {
+  SKIP_WITHOUT_MODELS();
+  harness h;
+  auto session = *h.model.create_session();
+  const auto prompt = *h.s.tok.encode("Once upon a time,");
+  std::string text;
+  ASSERT_TRUE(h.gen.run(session, prompt, h.greedy, {.max_tokens = 3}, h.serial, [&](const generated_token& t) {
+                   text += t.text;
+                   return true;
+                 }).ok());
+  EXPECT_EQ(text, " there was a");
+}
+
 TEST(Generate, CancellationLeavesTheSessionUsable) {
   SKIP_WITHOUT_MODELS();
   harness h;

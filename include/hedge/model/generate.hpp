@@ -104,9 +104,14 @@ class generator {
     history_.assign(prompt.begin(), prompt.end());
     pending_.clear();
     stream_decoder text(*tokenizer_);
-    // The prompt's BOS is not text: the first piece after it loses its leading space, as
-    // llama2.c prints it.
+    // The decoder sees the prompt first (its text is the caller's), so only a piece right
+    // after BOS loses its leading space, as llama2.c prints it.
     const token_id bos = tokenizer_->vocab().settings().bos;
+    for (const token_id t : prompt)
+      if (t != bos) {
+        auto pushed = text.push(t, [](std::string_view) {});
+        if (!pushed) return pushed.error();
+      }
     const auto clock_start = std::chrono::steady_clock::now();
     auto logits = model_->prefill(session, prompt, executor);
     if (!logits) return logits.error();
