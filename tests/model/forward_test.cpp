@@ -194,6 +194,45 @@ TEST(LlamaForward, QuantizedFilesGiveLlamaCppsGreedyIds) {
   }
 }
 
+TEST(LlamaForward, WeightsQuantizedAtLoadTimeStayCloseToFloat) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const auto ref = load_reference("llama2c_prompt_onceuponatime_n256");
+  const std::vector<std::int32_t> expected(ref.nexts.begin() + static_cast<std::ptrdiff_t>(ref.prompt.size()) - 1,
+                                           ref.nexts.end());
+  const auto check = [&](auto format, double max_logit_error, std::size_t min_same) {
+    using F = decltype(format);
+    std::vector<std::byte> arena(quantized_weights_bytes<F>(s.weights));
+    const auto q = quantize_weights<F>(s.weights, arena);
+    ASSERT_TRUE(q.ok()) << q.error().message();
+    EXPECT_EQ(q->layers[0].wq.type, F::type_id);
+    EXPECT_EQ(q->layers[0].w_down.type, hedge::quant::gguf_type::f32);  // rows of 172: not whole blocks
+    // Logits of run.c's token stream, against the float32 reference.
+    auto model = llama<>::make(*q);
+    ASSERT_TRUE(model.ok());
+    auto seq = *model->create_session();
+    double worst = 0.0;
+    for (std::size_t step = 0; step < ref.inputs.size(); ++step) {
+      const auto logits = model->decode(seq, ref.inputs[step]);
+      ASSERT_TRUE(logits.ok());
+      for (std::size_t j = 0; j < 512; ++j)
+        worst = std::max(worst, std::abs(double((*logits)[j]) - ref.logits[step * 512 + j]));
+    }
+    const auto ids = greedy(*q, ref.prompt, expected.size());
+    std::size_t same = 0;
+    while (same < ids.size() && ids[same] == expected[same]) ++same;
+    std::printf("%s at load time: largest logit error %.3f, first %zu of %zu greedy ids equal float32's\n",
+                F::name.data(), worst, same, expected.size());
+    EXPECT_LT(worst, max_logit_error);
+    EXPECT_GE(same, min_same);
+  };
+  // Bounds from the measured figures (logit error 0.45 and 8.7 on logits of about +-15; 110
+  // and 23 ids), with margin: quantizing the 64-wide embedding and every matrix of this tiny
+  // model shifts its logits enough to change its story after a sentence or two.
+  check(hedge::quant::q8_0{}, 1.0, 64);
+  check(hedge::quant::q4_0{}, 15.0, 16);
+}
+
 TEST(LlamaForward, RollbackAndForkReproduceTheSameLogits) {
   SKIP_WITHOUT_MODELS();
   const stories s;

@@ -152,6 +152,66 @@ inline llama_weights llama2c_weights(const llama2c_checkpoint& c) {
   return w;
 }
 
+namespace detail {
+/// Calls f(matrix) for every weight matrix of `w` (llama_weights, const or not): the
+/// embedding, each layer's, and the classifier unless it is the embedding.
+template <class Weights, class F>
+void for_each_matrix(Weights& w, F&& f) {
+  const bool shared = w.output.data == w.token_embedding.data;  // before f changes either
+  f(w.token_embedding);
+  for (auto& y : w.layers)
+    for (auto* m : {&y.wq, &y.wk, &y.wv, &y.wo, &y.w_gate, &y.w_up, &y.w_down}) f(*m);
+  if (!shared) f(w.output);
+}
+inline bool is_float_matrix(const weight_matrix& m) noexcept {
+  return m.type == quant::gguf_type::f32 || m.type == quant::gguf_type::f16 || m.type == quant::gguf_type::bf16;
+}
+}  // namespace detail
+
+/// Arena bytes `quantize_weights<To>` needs: To's bytes of every float matrix whose rows are
+/// whole To blocks (a shared classifier counted once).
+template <quant::BlockFormat To>
+std::size_t quantized_weights_bytes(const llama_weights& w) {
+  std::size_t bytes = 0;
+  detail::for_each_matrix(w, [&](const weight_matrix& m) {
+    if (detail::is_float_matrix(m) && m.cols % To::block_elements == 0) bytes += m.rows * quant::row_bytes<To>(m.cols);
+  });
+  return bytes;
+}
+
+/// `w` with its float matrices (F32, F16, BF16) quantized to To (e.g. Q8_0, Q4_0) with the
+/// reference quantizer, into `arena` (quantized_weights_bytes<To>(w) bytes); matrices whose
+/// rows are not whole To blocks, and quantized ones, stay views of the original. Done once,
+/// at load time.
+template <quant::BlockFormat To>
+result<llama_weights> quantize_weights(const llama_weights& w, std::span<std::byte> arena) {
+  if (arena.size() < quantized_weights_bytes<To>(w))
+    return error{errc::capacity_exceeded} << "an arena of " << arena.size() << " bytes for "
+                                          << quantized_weights_bytes<To>(w) << " bytes of " << To::name << " weights";
+  if (reinterpret_cast<std::uintptr_t>(arena.data()) % alignof(typename To::block) != 0)
+    return error{errc::misaligned} << "the weight arena is not aligned for " << To::name << " blocks";
+  llama_weights q = w;
+  const bool shared = w.output.data == w.token_embedding.data;
+  std::size_t used = 0;
+  std::vector<float> row;
+  result<void> status = ok();
+  detail::for_each_matrix(q, [&](weight_matrix& m) {
+    if (!status || !detail::is_float_matrix(m) || m.cols % To::block_elements != 0) return;
+    const std::size_t blocks = m.cols / To::block_elements;
+    auto* out = reinterpret_cast<typename To::block*>(arena.data() + used);
+    row.resize(m.cols);
+    for (std::size_t r = 0; r < m.rows && status; ++r) {
+      status = dequantize_row<all_weight_formats>(m, r, row);
+      if (status) status = quant::quantize<To>(row, vector_view<typename To::block>(out + r * blocks, blocks));
+    }
+    m = {To::type_id, reinterpret_cast<const std::byte*>(out), m.rows, m.cols};
+    used += m.rows * blocks * sizeof(typename To::block);
+  });
+  if (!status) return status.error();
+  if (shared) q.output = q.token_embedding;
+  return q;
+}
+
 /// A GGUF llama's weights (llama.cpp's tensor names: token_embd, blk.N.attn_norm,
 /// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm,
 /// output; output absent = the embedding is the classifier). Norms must be F32; matrices
