@@ -418,6 +418,89 @@ std::optional<std::string_view> find_duplicate(std::uint64_t first, std::uint64_
   return std::nullopt;
 }
 
+/// A forward range over `count` consecutive entries of a validated file, each decoded from a
+/// cursor by Decode: `value_type operator()(gguf_cursor&, std::uint64_t index) const`. One
+/// pass, O(1) per step (the file was validated, so decoding cannot fail).
+template <class Decode>
+class decoded_range {
+ public:
+  using value_type = typename Decode::value_type;
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = typename Decode::value_type;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = value_type;
+
+    iterator() noexcept = default;
+    iterator(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t left, Decode decode) noexcept
+        : cursor_{bytes, at}, left_(left), decode_(decode) {
+      load();
+    }
+    value_type operator*() const noexcept { return current_; }
+    iterator& operator++() noexcept {
+      --left_;
+      ++index_;
+      load();
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator copy = *this;
+      ++*this;
+      return copy;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.left_ == b.left_; }
+
+   private:
+    void load() noexcept {
+      if (left_ != 0) current_ = decode_(cursor_, index_);
+    }
+    gguf_cursor cursor_;
+    std::uint64_t left_ = 0;
+    std::uint64_t index_ = 0;
+    Decode decode_{};
+    value_type current_{};
+  };
+
+  decoded_range(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t count, Decode decode = {}) noexcept
+      : bytes_(bytes), at_(at), count_(count), decode_(decode) {}
+  [[nodiscard]] iterator begin() const noexcept { return {bytes_, at_, count_, decode_}; }
+  [[nodiscard]] iterator end() const noexcept { return {}; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return count_; }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::uint64_t at_;
+  std::uint64_t count_;
+  Decode decode_;
+};
+
+/// Decodes the next metadata entry.
+struct kv_decoder {
+  using value_type = gguf_kv;
+  gguf_kv operator()(gguf_cursor& c, std::uint64_t) const noexcept {
+    auto kv = decode_kv(c);
+    HEDGE_ASSERT(kv.has_value());
+    return *kv;
+  }
+};
+
+/// Decodes the next tensor info, with its bytes in the data section at `data_offset`.
+struct tensor_decoder {
+  using value_type = gguf_tensor;
+  std::uint64_t data_offset = 0;
+  gguf_tensor operator()(gguf_cursor& c, std::uint64_t index) const noexcept {
+    auto t = decode_tensor_info(c, index);
+    HEDGE_ASSERT(t.has_value());
+    gguf_tensor out = *t;
+    out.bytes = c.bytes.subspan(static_cast<std::size_t>(data_offset + out.offset),
+                                static_cast<std::size_t>(tensor_bytes(out)));
+    return out;
+  }
+};
+
 }  // namespace detail
 
 /// A parsed GGUF file: a view of the caller's bytes (which must outlive it) after one
@@ -425,118 +508,9 @@ std::optional<std::string_view> find_duplicate(std::uint64_t first, std::uint64_
 class gguf_file {
  public:
   /// Forward range over the metadata entries, in file order.
-  class metadata_range {
-   public:
-    class iterator {
-     public:
-      using iterator_category = std::forward_iterator_tag;
-      using value_type = gguf_kv;
-      using difference_type = std::ptrdiff_t;
-      using pointer = void;
-      using reference = gguf_kv;
-
-      iterator() noexcept = default;
-      iterator(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t left) noexcept
-          : cursor_{bytes, at}, left_(left) {
-        load();
-      }
-      gguf_kv operator*() const noexcept { return current_; }
-      iterator& operator++() noexcept {
-        --left_;
-        load();
-        return *this;
-      }
-      iterator operator++(int) noexcept {
-        iterator copy = *this;
-        ++*this;
-        return copy;
-      }
-      friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.left_ == b.left_; }
-
-     private:
-      void load() noexcept {
-        if (left_ == 0) return;
-        auto kv = detail::decode_kv(cursor_);
-        HEDGE_ASSERT(kv.has_value());
-        current_ = *kv;
-      }
-      detail::gguf_cursor cursor_;
-      std::uint64_t left_ = 0;
-      gguf_kv current_;
-    };
-
-    metadata_range(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t count) noexcept
-        : bytes_(bytes), at_(at), count_(count) {}
-    [[nodiscard]] iterator begin() const noexcept { return {bytes_, at_, count_}; }
-    [[nodiscard]] iterator end() const noexcept { return {}; }
-    [[nodiscard]] std::uint64_t size() const noexcept { return count_; }
-
-   private:
-    std::span<const std::byte> bytes_;
-    std::uint64_t at_;
-    std::uint64_t count_;
-  };
-
+  using metadata_range = detail::decoded_range<detail::kv_decoder>;
   /// Forward range over the tensors, in file order.
-  class tensor_range {
-   public:
-    class iterator {
-     public:
-      using iterator_category = std::forward_iterator_tag;
-      using value_type = gguf_tensor;
-      using difference_type = std::ptrdiff_t;
-      using pointer = void;
-      using reference = gguf_tensor;
-
-      iterator() noexcept = default;
-      iterator(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t left,
-               std::uint64_t data_offset) noexcept
-          : cursor_{bytes, at}, left_(left), data_offset_(data_offset) {
-        load();
-      }
-      gguf_tensor operator*() const noexcept { return current_; }
-      iterator& operator++() noexcept {
-        --left_;
-        ++index_;
-        load();
-        return *this;
-      }
-      iterator operator++(int) noexcept {
-        iterator copy = *this;
-        ++*this;
-        return copy;
-      }
-      friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.left_ == b.left_; }
-
-     private:
-      void load() noexcept {
-        if (left_ == 0) return;
-        auto t = detail::decode_tensor_info(cursor_, index_);
-        HEDGE_ASSERT(t.has_value());
-        current_ = *t;
-        current_.bytes = cursor_.bytes.subspan(static_cast<std::size_t>(data_offset_ + current_.offset),
-                                               static_cast<std::size_t>(detail::tensor_bytes(current_)));
-      }
-      detail::gguf_cursor cursor_;
-      std::uint64_t left_ = 0;
-      std::uint64_t index_ = 0;
-      std::uint64_t data_offset_ = 0;
-      gguf_tensor current_;
-    };
-
-    tensor_range(std::span<const std::byte> bytes, std::uint64_t at, std::uint64_t count,
-                 std::uint64_t data_offset) noexcept
-        : bytes_(bytes), at_(at), count_(count), data_offset_(data_offset) {}
-    [[nodiscard]] iterator begin() const noexcept { return {bytes_, at_, count_, data_offset_}; }
-    [[nodiscard]] iterator end() const noexcept { return {}; }
-    [[nodiscard]] std::uint64_t size() const noexcept { return count_; }
-
-   private:
-    std::span<const std::byte> bytes_;
-    std::uint64_t at_;
-    std::uint64_t count_;
-    std::uint64_t data_offset_;
-  };
+  using tensor_range = detail::decoded_range<detail::tensor_decoder>;
 
   /// Validates `bytes` as a GGUF v2/v3 file (see the file comment for every check).
   static result<gguf_file> parse(std::span<const std::byte> bytes) noexcept {
@@ -689,7 +663,9 @@ class gguf_file {
   [[nodiscard]] std::uint64_t tensor_info_offset() const noexcept { return tensors_at_; }
 
   [[nodiscard]] metadata_range metadata() const noexcept { return {bytes_, metadata_at_, metadata_count_}; }
-  [[nodiscard]] tensor_range tensors() const noexcept { return {bytes_, tensors_at_, tensor_count_, data_at_}; }
+  [[nodiscard]] tensor_range tensors() const noexcept {
+    return {bytes_, tensors_at_, tensor_count_, detail::tensor_decoder{data_at_}};
+  }
 
   /// Metadata entry i (a walk of the entries before it).
   result<gguf_kv> metadata_at(std::uint64_t i) const noexcept {
