@@ -1,0 +1,543 @@
+// The forward pass on random llama models written with the GGUF writer, against a float64
+// reference (reference_llama.hpp): every weight format, GQA groups, head sizes, KV elements,
+// decode against prefill, and the errors of bad input. Needs no file from ../shared.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hedge/kv/element.hpp"
+#include "hedge/model/forward.hpp"
+#include "hedge/model/gguf.hpp"
+#include "hedge/model/gguf_vocabulary.hpp"
+#include "hedge/model/gguf_writer.hpp"
+#include "hedge/model/weights.hpp"
+#include "hedge/os/thread_pool.hpp"
+#include "reference_llama.hpp"
+
+namespace {
+
+using namespace hedge::model;
+using hedge::errc;
+using hedge::result;
+using hedge::quant::gguf_type;
+
+/// The hyperparameters written to the llama.* keys.
+struct synthetic_shape {
+  std::uint32_t dim = 64, hidden = 96, layers = 2, heads = 8, kv_heads = 8, vocab = 48, context = 32;
+  std::uint32_t rope_dim = 0;  ///< llama.rope.dimension_count; 0: key absent (the head size)
+};
+
+/// The GGUF type of each tensor.
+struct synthetic_types {
+  gguf_type embedding = gguf_type::f32;
+  gguf_type attention = gguf_type::f32;  ///< attn_q, attn_k, attn_output
+  gguf_type value = gguf_type::f32;      ///< attn_v
+  gguf_type gate_up = gguf_type::f32;    ///< ffn_gate, ffn_up
+  gguf_type down = gguf_type::f32;       ///< ffn_down
+  gguf_type output = gguf_type::f32;     ///< output (unless shared)
+  bool shared_classifier = false;        ///< no output tensor: the embedding classifies
+
+  static synthetic_types all(gguf_type t, bool shared = false) { return {t, t, t, t, t, t, shared}; }
+};
+
+/// A file the reader or the model must refuse: each names one tensor, or is empty.
+struct synthetic_defects {
+  std::string missing;    ///< not written
+  std::string extra_row;  ///< written with one row too many
+  std::string f16_norm;   ///< a norm written as F16
+};
+
+struct synthetic_spec {
+  synthetic_shape shape;
+  synthetic_types types;
+  synthetic_defects defects;
+  std::uint32_t seed = 1;
+};
+
+/// `values` (rows x cols, row-major) as GGUF type `type`, with the reference quantizer.
+result<std::vector<std::byte>> encode(gguf_type type, const std::vector<float>& values, std::size_t rows,
+                                      std::size_t cols) {
+  std::vector<std::byte> bytes;
+  HEDGE_TRY(visit_format<all_weight_formats>(type, [&](auto format) -> result<void> {
+    using F = decltype(format);
+    if (cols % F::block_elements != 0)
+      return hedge::error{errc::shape_mismatch} << "rows of " << cols << " are not whole " << F::name << " blocks";
+    bytes.resize(rows * hedge::quant::row_bytes<F>(cols));
+    return hedge::quant::quantize<F>(values, {reinterpret_cast<typename F::block*>(bytes.data()), rows * cols / F::block_elements});
+  }));
+  return bytes;
+}
+
+/// A GGUF file's bytes in 4-byte aligned storage, as a mapped file would be.
+struct aligned_bytes {
+  std::vector<std::uint32_t> words;
+  std::size_t size = 0;
+  [[nodiscard]] std::span<const std::byte> span() const { return {reinterpret_cast<const std::byte*>(words.data()), size}; }
+};
+
+/// Writes a random llama GGUF: weights N(0, 1/cols) (the embedding N(0, 1)) so every
+/// activation stays of order one, norms 1 + N(0, 0.1^2), and a vocabulary of pieces.
+result<aligned_bytes> write_synthetic_gguf(const synthetic_spec& spec) {
+  const synthetic_shape& s = spec.shape;
+  const std::size_t head = s.dim / s.heads, kv_dim = s.kv_heads * head;
+  std::mt19937 rng(spec.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  gguf_writer w;
+  w.add("general.architecture", "llama")
+      .add("general.name", "synthetic")
+      .add("llama.embedding_length", s.dim)
+      .add("llama.feed_forward_length", s.hidden)
+      .add("llama.block_count", s.layers)
+      .add("llama.attention.head_count", s.heads)
+      .add("llama.attention.head_count_kv", s.kv_heads)
+      .add("llama.context_length", s.context)
+      .add("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+      .add("llama.rope.freq_base", 10000.0f);
+  if (s.rope_dim != 0) w.add("llama.rope.dimension_count", s.rope_dim);
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<std::int32_t> token_types;
+  for (std::uint32_t id = 0; id < s.vocab; ++id) {
+    pieces.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "\xE2\x96\x81t" + std::to_string(id));
+    scores.push_back(-static_cast<float>(id));
+    token_types.push_back(id == 0 ? 2 : id < 3 ? 3 : 1);  // unknown, control, normal
+  }
+  w.add("tokenizer.ggml.model", "llama")
+      .add_array<std::string>("tokenizer.ggml.tokens", pieces)
+      .add_array<float>("tokenizer.ggml.scores", scores)
+      .add_array<std::int32_t>("tokenizer.ggml.token_type", token_types)
+      .add("tokenizer.ggml.bos_token_id", std::uint32_t{1})
+      .add("tokenizer.ggml.eos_token_id", std::uint32_t{2});
+
+  std::vector<std::vector<std::byte>> storage;  // referenced by the writer until write()
+  storage.reserve(4 + 9 * s.layers);
+  const auto matrix = [&](const std::string& name, gguf_type type, std::size_t rows, std::size_t cols,
+                          float scale) -> result<void> {
+    if (name == spec.defects.missing) return hedge::ok();
+    if (name == spec.defects.extra_row) ++rows;
+    std::vector<float> values(rows * cols);
+    for (float& v : values) v = scale * normal(rng);
+    auto bytes = encode(type, values, rows, cols);
+    if (!bytes) return bytes.error();
+    storage.push_back(std::move(*bytes));
+    w.add_tensor(name, type, {cols, rows}, storage.back());
+    return hedge::ok();
+  };
+  const auto norm = [&](const std::string& name) -> result<void> {
+    std::vector<float> values(s.dim);
+    for (float& v : values) v = 1.0f + 0.1f * normal(rng);
+    auto bytes = encode(name == spec.defects.f16_norm ? gguf_type::f16 : gguf_type::f32, values, 1, s.dim);
+    if (!bytes) return bytes.error();
+    storage.push_back(std::move(*bytes));
+    w.add_tensor(name, name == spec.defects.f16_norm ? gguf_type::f16 : gguf_type::f32, {s.dim}, storage.back());
+    return hedge::ok();
+  };
+  const auto scale = [](std::size_t cols) { return 1.0f / std::sqrt(static_cast<float>(cols)); };
+  const synthetic_types& t = spec.types;
+  HEDGE_TRY(matrix("token_embd.weight", t.embedding, s.vocab, s.dim, 1.0f));
+  for (std::uint32_t l = 0; l < s.layers; ++l) {
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    HEDGE_TRY(norm(blk + "attn_norm.weight"));
+    HEDGE_TRY(matrix(blk + "attn_q.weight", t.attention, s.dim, s.dim, scale(s.dim)));
+    HEDGE_TRY(matrix(blk + "attn_k.weight", t.attention, kv_dim, s.dim, scale(s.dim)));
+    HEDGE_TRY(matrix(blk + "attn_v.weight", t.value, kv_dim, s.dim, scale(s.dim)));
+    HEDGE_TRY(matrix(blk + "attn_output.weight", t.attention, s.dim, s.dim, scale(s.dim)));
+    HEDGE_TRY(norm(blk + "ffn_norm.weight"));
+    HEDGE_TRY(matrix(blk + "ffn_gate.weight", t.gate_up, s.hidden, s.dim, scale(s.dim)));
+    HEDGE_TRY(matrix(blk + "ffn_up.weight", t.gate_up, s.hidden, s.dim, scale(s.dim)));
+    HEDGE_TRY(matrix(blk + "ffn_down.weight", t.down, s.dim, s.hidden, scale(s.hidden)));
+  }
+  HEDGE_TRY(norm("output_norm.weight"));
+  if (!t.shared_classifier) HEDGE_TRY(matrix("output.weight", t.output, s.vocab, s.dim, scale(s.dim)));
+
+  std::vector<std::byte> bytes;
+  HEDGE_TRY(w.write(bytes));
+  aligned_bytes out;
+  out.size = bytes.size();
+  out.words.resize((bytes.size() + 3) / 4);
+  std::memcpy(out.words.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// A synthetic GGUF, parsed, and its weights (views of `file`'s bytes).
+struct synthetic_model {
+  aligned_bytes bytes;
+  gguf_file file;
+  llama_weights weights;
+};
+
+result<synthetic_model> load_synthetic(const synthetic_spec& spec) {
+  auto bytes = write_synthetic_gguf(spec);
+  if (!bytes) return bytes.error();
+  auto file = gguf_file::parse(bytes->span());  // a view of the heap buffer, which moves with the vector
+  if (!file) return file.error();
+  auto weights = gguf_weights(*file);
+  if (!weights) return weights.error();
+  return synthetic_model{std::move(*bytes), *file, std::move(*weights)};
+}
+
+/// The largest |a - b| over a position's logits, relative to the largest |reference logit|.
+double relative_error(std::span<const float> got, const std::vector<double>& reference) {
+  double most = 0.0, scale = 0.0;
+  for (std::size_t j = 0; j < reference.size(); ++j) {
+    most = std::max(most, std::abs(static_cast<double>(got[j]) - reference[j]));
+    scale = std::max(scale, std::abs(reference[j]));
+  }
+  return most / scale;
+}
+
+double relative_error(std::span<const float> got, std::span<const float> reference) {
+  return relative_error(got, std::vector<double>(reference.begin(), reference.end()));
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t count, std::uint32_t vocab, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(vocab) - 1);
+  std::vector<std::int32_t> tokens(count);
+  for (auto& t : tokens) t = pick(rng);
+  return tokens;
+}
+
+// Tolerances, as a fraction of the largest |logit| of a position (max_j |got_j - ref_j| <=
+// tol * max_j |ref_j|), from what rounds between the float64 reference and hedge:
+//
+// - Float weights (F32, F16, BF16 dequantize exactly; the GEMV multiplies the float
+//   activation): only float32 arithmetic. A dot product of K terms is within K * 2^-24 of
+//   sum |w x| (3.1e-5 for K = 512, the widest row here), whatever the summation order;
+//   softmax, RMSNorm and the residual sums add a few ulps per layer: 1e-4. A wrong index,
+//   scale or position gives errors of order one.
+// - Quantized activations (Q8_0 for Q4_0/Q8_0 weights, Q8_K for Q4_K/Q6_K): x is rounded
+//   per block (32 or 256 values) to d * q, d = amax / 127, each element by up to d / 2:
+//   an RMS of amax / (127 sqrt 12), i.e. 0.5% (Q8_0) to 0.65% (Q8_K) of the input's RMS
+//   for Gaussian rows (amax about 2.2 and 2.8 sigma), and 1% to 1.4% for SwiGLU's
+//   heavy-tailed output (amax 4 to 6 sigma). Each GEMV output carries that relative
+//   error; a two-layer model chains 9 of them (q/k/v, o, gate/up, down per layer, the
+//   classifier), which RMSNorm, attention and SwiGLU pass on with gain about one: 2% (Q8_0)
+//   to 3% (Q8_K) RMS of the logits in all. The largest of 24-32 positions x 32-64 logits
+//   lies within about 3.5 RMS, and the largest |logit| is about 2.5 RMS of the logits:
+//   up to 3.5 * 3% / 2.5 = 4.2%. Tolerance 8e-2. (Over 12 seeds of the head-64 shape the
+//   worst errors were 0.015-0.021 for Q8_0/Q4_0 and 0.021-0.034 for Q4_K/Q6_K.)
+//   (The rounding is a step function: a float32 x one ulp from the reference's can round
+//   to the neighbouring q, so a reference that rounds x the same way still differs by up
+//   to 1e-2 at a position where that happens, and at every later one through the cache.)
+// - KV f16: k and v rounded to 11 significant bits (2^-11 = 4.9e-4 relative): scores and
+//   attention outputs move by about that, through two layers: 2e-3.
+// - KV q8_0: k and v per head vector in Q8_0 blocks of 32 (0.5% RMS, as an activation),
+//   and the AVX2 kernel rounds the query to Q8_0 too: three more roundings in every
+//   attention, on top of Q8_0 weights in the second case: 1e-1.
+// Prefill against decode: the same arithmetic in another order (GEMM tiles, causal
+// attention), and the same activation rounding, which may step differently: they are
+// compared to each other with the decode tolerance, and both to the reference.
+constexpr double float_tolerance = 1e-4;
+constexpr double quantized_tolerance = 8e-2;
+constexpr double kv_f16_tolerance = 2e-3;
+constexpr double kv_q8_0_tolerance = 1e-1;
+
+enum class kv_kind { f32, f16, q8_0 };
+
+struct forward_case {
+  std::string name;
+  synthetic_spec spec;
+  kv_kind kv = kv_kind::f32;
+  std::size_t positions = 24;
+  double tolerance = float_tolerance;
+  std::size_t threads = 1;
+};
+
+struct measured {
+  double decode = 0.0;           ///< worst over positions: decode against the reference
+  double prefill = 0.0;          ///< worst of the prefill chunks' last logits against the reference
+  double prefill_decode = 0.0;   ///< worst of the prefill chunks' last logits against decode's
+};
+
+template <hedge::kv::KvElement KvElem>
+void run_case(const forward_case& c, measured& m) {
+  const auto model_file = load_synthetic(c.spec);
+  ASSERT_TRUE(model_file.ok()) << model_file.error().message();
+  const llama_weights& weights = model_file->weights;
+  EXPECT_EQ(weights.config.shared_classifier, c.spec.types.shared_classifier);
+  const auto vocabulary = read_gguf_vocabulary(model_file->file);
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.error().message();
+  EXPECT_EQ(vocabulary->size(), c.spec.shape.vocab);
+
+  auto reference = hedge::test::reference_llama::make(weights);
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  auto model = llama<all_weight_formats, KvElem>::make(weights, {.max_sessions = 2, .max_threads = c.threads});
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  ASSERT_EQ(model->context(), c.spec.shape.context);
+  hedge::exec::thread_pool pool(c.threads);
+  const auto tokens = random_tokens(c.positions, c.spec.shape.vocab, c.spec.seed + 7);
+
+  // Decode, position by position, against the reference.
+  auto seq = model->create_session();
+  ASSERT_TRUE(seq.ok()) << seq.error().message();
+  std::vector<std::vector<float>> decoded;
+  std::vector<std::vector<double>> expected;
+  for (std::size_t pos = 0; pos < tokens.size(); ++pos) {
+    const auto logits = model->decode(*seq, tokens[pos], pool);
+    ASSERT_TRUE(logits.ok()) << "position " << pos << ": " << logits.error().message();
+    expected.push_back(reference->forward(tokens[pos]));
+    const double error = relative_error(*logits, expected.back());
+    EXPECT_LT(error, c.tolerance) << "decode at position " << pos;
+    m.decode = std::max(m.decode, error);
+    decoded.emplace_back(logits->begin(), logits->end());
+  }
+
+  // Prefill in two chunks (the second after a prefix already in the cache): the logits
+  // after each chunk's last token are decode's at that position.
+  auto fresh = model->create_session();
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+  const std::size_t split = tokens.size() / 2 + 1;
+  std::size_t begin = 0;
+  for (const std::size_t end : {split, tokens.size()}) {
+    const std::span<const std::int32_t> chunk(tokens.data() + begin, end - begin);
+    const auto logits = model->prefill(*fresh, chunk, pool);
+    ASSERT_TRUE(logits.ok()) << "prefill of " << begin << ".." << end << ": " << logits.error().message();
+    const double against_reference = relative_error(*logits, expected[end - 1]);
+    const double against_decode = relative_error(*logits, decoded[end - 1]);
+    EXPECT_LT(against_reference, c.tolerance) << "prefill of " << begin << ".." << end;
+    EXPECT_LT(against_decode, c.tolerance) << "prefill of " << begin << ".." << end << " against decode";
+    m.prefill = std::max(m.prefill, against_reference);
+    m.prefill_decode = std::max(m.prefill_decode, against_decode);
+    EXPECT_EQ(*model->length(*fresh), end);
+    begin = end;
+  }
+}
+
+class SyntheticForward : public ::testing::TestWithParam<forward_case> {};
+
+TEST_P(SyntheticForward, DecodeAndPrefillMatchTheFloat64Reference) {
+  const forward_case& c = GetParam();
+  measured m;
+  switch (c.kv) {
+    case kv_kind::f32: run_case<hedge::kv::kv_f32>(c, m); break;
+    case kv_kind::f16: run_case<hedge::kv::kv_f16>(c, m); break;
+    case kv_kind::q8_0: run_case<hedge::kv::kv_q8_0>(c, m); break;
+  }
+  std::printf("%s: %zu positions, worst error / max|logit|: decode %.3g, prefill %.3g, prefill vs decode %.3g "
+              "(tolerance %.3g)\n",
+              c.name.c_str(), c.positions, m.decode, m.prefill, m.prefill_decode, c.tolerance);
+}
+
+forward_case make_case(std::string name, synthetic_shape shape, synthetic_types types, double tolerance,
+                       kv_kind kv = kv_kind::f32) {
+  forward_case c;
+  c.name = std::move(name);
+  c.spec.shape = shape;
+  c.spec.types = types;
+  c.spec.seed = static_cast<std::uint32_t>(std::hash<std::string>{}(c.name));
+  c.tolerance = tolerance;
+  c.kv = kv;
+  return c;
+}
+
+// Shapes: small enough for the sanitizer build, each exercising one kernel path.
+//   head 8, group 1:   dim 64, 8 heads, 8 kv heads (stories260K's head size), hidden 96
+//   head 16, group 4:  dim 128, 8 heads, 2 kv heads, hidden 160, an odd vocabulary (61)
+//   head 64, group 2:  dim 256, 4 heads, 2 kv heads, hidden 256: K-quant rows
+//   head 128, group 2: dim 256, 2 heads, 1 kv head, hidden 256
+//   head 128, group 4: dim 512, 4 heads, 1 kv head, hidden 288 (not a multiple of 256), 1 layer
+constexpr synthetic_shape head8_group1{.dim = 64, .hidden = 96, .layers = 2, .heads = 8, .kv_heads = 8, .vocab = 48, .context = 32};
+constexpr synthetic_shape head16_group4{.dim = 128, .hidden = 160, .layers = 2, .heads = 8, .kv_heads = 2, .vocab = 61, .context = 32};
+constexpr synthetic_shape head64_group2{.dim = 256, .hidden = 256, .layers = 2, .heads = 4, .kv_heads = 2, .vocab = 64, .context = 32};
+constexpr synthetic_shape head128_group2{.dim = 256, .hidden = 256, .layers = 2, .heads = 2, .kv_heads = 1, .vocab = 40, .context = 32};
+constexpr synthetic_shape head128_group4{.dim = 512, .hidden = 288, .layers = 1, .heads = 4, .kv_heads = 1, .vocab = 32, .context = 32};
+
+std::vector<forward_case> forward_cases() {
+  using T = synthetic_types;
+  std::vector<forward_case> cases = {
+      make_case("head8_group1_f32", head8_group1, T::all(gguf_type::f32), float_tolerance),
+      make_case("head8_group1_f32_shared", head8_group1, T::all(gguf_type::f32, true), float_tolerance),
+      make_case("head8_group1_f16", head8_group1, T::all(gguf_type::f16), float_tolerance),
+      make_case("head8_group1_bf16_shared", head8_group1, T::all(gguf_type::bf16, true), float_tolerance),
+      make_case("head8_group1_q8_0", head8_group1, T::all(gguf_type::q8_0), quantized_tolerance),
+      make_case("head8_group1_q4_0_shared", head8_group1, T::all(gguf_type::q4_0, true), quantized_tolerance),
+      make_case("head16_group4_q4_0", head16_group4, T::all(gguf_type::q4_0), quantized_tolerance),
+      make_case("head16_group4_f16", head16_group4, T::all(gguf_type::f16), float_tolerance),
+      make_case("head64_group2_q4_k", head64_group2, T::all(gguf_type::q4_k), quantized_tolerance),
+      make_case("head64_group2_q6_k_shared", head64_group2, T::all(gguf_type::q6_k, true), quantized_tolerance),
+      // llama.cpp's Q4_K_M mix: Q6_K for attn_v, ffn_down and the classifier, F32 norms.
+      make_case("head64_group2_q4_k_m", head64_group2,
+                {.embedding = gguf_type::q4_k, .attention = gguf_type::q4_k, .value = gguf_type::q6_k,
+                 .gate_up = gguf_type::q4_k, .down = gguf_type::q6_k, .output = gguf_type::q6_k},
+                quantized_tolerance),
+      make_case("head128_group2_bf16", head128_group2, T::all(gguf_type::bf16), float_tolerance),
+      make_case("head128_group2_q8_0", head128_group2, T::all(gguf_type::q8_0), quantized_tolerance),
+      // Rows of 288 are Q8_0 or F32 only: down projection F32, the rest Q8_0.
+      make_case("head128_group4_q8_0_f32_down", head128_group4,
+                {.embedding = gguf_type::q8_0, .attention = gguf_type::q8_0, .value = gguf_type::q8_0,
+                 .gate_up = gguf_type::q8_0, .down = gguf_type::f32, .output = gguf_type::q8_0},
+                quantized_tolerance),
+      make_case("head128_group4_f32_q8_0_down", head128_group4,
+                {.down = gguf_type::q8_0}, quantized_tolerance),
+      // KV elements.
+      make_case("head8_group1_f32_kv_f16", head8_group1, T::all(gguf_type::f32), kv_f16_tolerance, kv_kind::f16),
+      make_case("head64_group2_f16_kv_f16", head64_group2, T::all(gguf_type::f16), kv_f16_tolerance, kv_kind::f16),
+      make_case("head16_group4_f32_kv_q8_0", head16_group4, T::all(gguf_type::f32), kv_q8_0_tolerance, kv_kind::q8_0),
+      make_case("head128_group2_q8_0_kv_q8_0", head128_group2, T::all(gguf_type::q8_0), kv_q8_0_tolerance, kv_kind::q8_0),
+  };
+  // Two threads: rows and attention split over the pool.
+  forward_case threaded = make_case("head64_group2_q4_0_2_threads", head64_group2, T::all(gguf_type::q4_0), quantized_tolerance);
+  threaded.threads = 2;
+  cases.push_back(threaded);
+  forward_case long_run = make_case("head8_group1_q8_0_32_positions", head8_group1, T::all(gguf_type::q8_0), quantized_tolerance);
+  long_run.positions = 32;
+  cases.push_back(long_run);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Synthetic, SyntheticForward, ::testing::ValuesIn(forward_cases()),
+                         [](const ::testing::TestParamInfo<forward_case>& info) { return info.param.name; });
+
+// ---- Bad input: each a result error with a message that says what is wrong. ----
+
+void expect_error(const hedge::error& e, errc code, std::string_view text) {
+  EXPECT_EQ(e.code(), code) << e.message();
+  EXPECT_NE(e.message().find(text), std::string_view::npos) << "'" << e.message() << "' does not say '" << text << "'";
+}
+
+synthetic_spec small_spec() {
+  synthetic_spec spec;
+  spec.shape = {.dim = 64, .hidden = 64, .layers = 1, .heads = 8, .kv_heads = 4, .vocab = 16, .context = 8};
+  return spec;
+}
+
+/// The error of loading `spec` or of making its model (the first that fails).
+hedge::error load_or_make_error(const synthetic_spec& spec) {
+  const auto loaded = load_synthetic(spec);
+  if (!loaded) return loaded.error();
+  const auto model = llama<>::make(loaded->weights);
+  if (!model) return model.error();
+  ADD_FAILURE() << "the model loads";
+  return hedge::error{errc::ok};
+}
+
+TEST(SyntheticBadInput, TokensOutsideTheVocabulary) {
+  const auto loaded = load_synthetic(small_spec());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  auto model = llama<>::make(loaded->weights);
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  auto seq = *model->create_session();
+  expect_error(model->decode(seq, 16).error(), errc::out_of_range, "token 16 outside the vocabulary of 16");
+  expect_error(model->decode(seq, -1).error(), errc::out_of_range, "token -1 outside the vocabulary of 16");
+  const std::vector<std::int32_t> prompt{1, 5, 16, 3};
+  expect_error(model->prefill(seq, prompt).error(), errc::out_of_range, "16, outside the vocabulary of 16");
+  EXPECT_EQ(*model->length(seq), 0u);
+  EXPECT_TRUE(model->decode(seq, 15).ok());
+}
+
+TEST(SyntheticBadInput, PromptLongerThanTheContextAndAFullSession) {
+  const auto loaded = load_synthetic(small_spec());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  auto model = llama<>::make(loaded->weights);  // context 8, the file's
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  auto seq = *model->create_session();
+  const auto nine = random_tokens(9, 16, 3);
+  expect_error(model->prefill(seq, nine).error(), errc::capacity_exceeded, "does not fit the context of 8");
+  EXPECT_EQ(*model->length(seq), 0u);
+  // Fill the session: the eighth position's logits, then one token too many.
+  const auto full = model->prefill(seq, std::span(nine).first(8));
+  ASSERT_TRUE(full.ok()) << full.error().message();
+  const std::vector<float> last(full->begin(), full->end());
+  const auto over = model->decode(seq, nine[8]);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code(), errc::capacity_exceeded) << over.error().message();
+  EXPECT_EQ(*model->length(seq), 8u);
+  const std::vector<std::int32_t> one{nine[8]};
+  expect_error(model->prefill(seq, one).error(), errc::capacity_exceeded, "after 8 does not fit the context of 8");
+  // Rolled back one position, the session runs the last token again to the same logits.
+  ASSERT_TRUE(model->rollback(seq, 7).ok());
+  const auto again = model->decode(seq, nine[7]);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_LT(relative_error(*again, last), float_tolerance);
+  EXPECT_EQ(*model->length(seq), 8u);
+  // Rolled back to the start, it takes a whole prompt again.
+  ASSERT_TRUE(model->rollback(seq, 0).ok());
+  const auto whole = model->prefill(seq, std::span(nine).first(8));
+  ASSERT_TRUE(whole.ok()) << whole.error().message();
+  EXPECT_LT(relative_error(*whole, last), float_tolerance);
+}
+
+TEST(SyntheticBadInput, HeadSizeAboveTheAttentionKernels) {
+  auto spec = small_spec();
+  spec.shape.dim = 264;  // one head of 264 > attention_max_head_dim (256)
+  spec.shape.heads = 1;
+  spec.shape.kv_heads = 1;
+  spec.shape.hidden = 32;
+  static_assert(hedge::attention::attention_max_head_dim < 264);
+  expect_error(load_or_make_error(spec), errc::unsupported, "head dimension 264");
+}
+
+TEST(SyntheticBadInput, OddHeadSize) {
+  auto spec = small_spec();
+  spec.shape.dim = 24;  // 8 heads of 3: RoPE pairs do not fill a head
+  expect_error(load_or_make_error(spec), errc::invalid_argument, "rope dimension 3 is not even");
+}
+
+TEST(SyntheticBadInput, OddRopeDimensions) {
+  auto spec = small_spec();
+  spec.shape.rope_dim = 5;
+  expect_error(load_or_make_error(spec), errc::invalid_argument, "rope dimension 5 is not even");
+}
+
+TEST(SyntheticBadInput, PartialRotaryEmbedding) {
+  auto spec = small_spec();
+  spec.shape.rope_dim = 4;  // of 8
+  expect_error(load_or_make_error(spec), errc::unsupported, "RoPE over 4 of 8 head dimensions");
+}
+
+TEST(SyntheticBadInput, WidthNotAMultipleOfTheHeads) {
+  auto spec = small_spec();
+  spec.shape.dim = 60;
+  expect_error(load_or_make_error(spec), errc::invalid_argument, "dim 60 is not a multiple of the head count 8");
+}
+
+TEST(SyntheticBadInput, KvHeadsNotDividingTheHeads) {
+  auto spec = small_spec();
+  spec.shape.kv_heads = 3;
+  expect_error(load_or_make_error(spec), errc::invalid_argument, "head count 8 is not a multiple of the kv head count 3");
+}
+
+TEST(SyntheticBadInput, MissingTensor) {
+  auto spec = small_spec();
+  spec.defects.missing = "blk.0.ffn_up.weight";
+  expect_error(load_or_make_error(spec), errc::parse_error, "tensor blk.0.ffn_up.weight is missing");
+}
+
+TEST(SyntheticBadInput, TensorOfTheWrongShape) {
+  auto spec = small_spec();
+  spec.defects.extra_row = "blk.0.attn_k.weight";
+  expect_error(load_or_make_error(spec), errc::shape_mismatch, "wk of layer 0 is 33 x 64, the config needs 32 x 64");
+  spec.defects.extra_row = "output.weight";
+  expect_error(load_or_make_error(spec), errc::shape_mismatch, "output of layer 0 is 17 x 64, the config needs 16 x 64");
+}
+
+TEST(SyntheticBadInput, NormThatIsNotF32) {
+  auto spec = small_spec();
+  spec.defects.f16_norm = "blk.0.ffn_norm.weight";
+  const auto e = load_or_make_error(spec);
+  EXPECT_NE(e.code(), errc::ok);
+  EXPECT_NE(e.message().find("norm blk.0.ffn_norm.weight"), std::string_view::npos) << e.message();
+}
+
+TEST(SyntheticBadInput, FormatOutsideTheModelsFormats) {
+  auto spec = small_spec();
+  spec.types = synthetic_types::all(gguf_type::q4_0);
+  const auto loaded = load_synthetic(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  const auto model = llama<weight_formats<hedge::quant::q8_0>>::make(loaded->weights);
+  ASSERT_FALSE(model.ok());
+  expect_error(model.error(), errc::unsupported, "not among the formats this model is built for");
+}
+
+}  // namespace
