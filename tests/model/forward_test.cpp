@@ -1,9 +1,12 @@
 // The forward pass against llama2.c's run.c: stories260K's greedy ids and per-step logits
-// (../shared/models/reference), sessions (rollback, fork), errors, and no heap per token.
+// (../shared/models/reference), prefill against a loop of decodes, repacked and fused
+// weights against the file's, executor synchronisations per token, sessions (rollback,
+// fork), errors, and no heap per token.
 #include "hedge/model/forward.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -233,6 +236,212 @@ TEST(LlamaForward, WeightsQuantizedAtLoadTimeStayCloseToFloat) {
   check(hedge::quant::q4_0{}, 15.0, 16);
 }
 
+/// Logits of `tokens` run one decode at a time.
+std::vector<float> decode_loop(llama<>& model, std::span<const std::int32_t> tokens) {
+  auto seq = *model.create_session();
+  std::span<const float> logits;
+  for (const auto t : tokens) {
+    auto r = model.decode(seq, t);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    if (!r) return {};
+    logits = *r;
+  }
+  static_cast<void>(model.release(seq));
+  return {logits.begin(), logits.end()};
+}
+
+/// Largest |a - b| / (1 + |b|).
+double largest_difference(std::span<const float> a, std::span<const float> b) {
+  double worst = 0.0;
+  for (std::size_t j = 0; j < b.size(); ++j)
+    worst = std::max(worst, std::abs(double(a[j]) - b[j]) / (1.0 + std::abs(double(b[j]))));
+  return worst;
+}
+
+/// Prefill of `tokens` (in chunks of `chunk` rows) against the decode loop, then greedy
+/// decoding on from the prefilled cache against run.c's ids.
+void expect_prefill_matches_decodes(const llama_weights& w, const reference_run& ref, std::size_t tokens,
+                                    std::size_t chunk, double tolerance) {
+  auto model = llama<>::make(w, {.max_sessions = 2, .context = 256, .max_prefill = chunk});
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  const std::span<const std::int32_t> prompt(ref.inputs.data(), tokens);
+  const auto expected = decode_loop(*model, prompt);
+  auto seq = *model->create_session();
+  const auto logits = model->prefill(seq, prompt);
+  ASSERT_TRUE(logits.ok()) << logits.error().message();
+  EXPECT_EQ(*model->length(seq), tokens);
+  const double worst = largest_difference(*logits, expected);
+  EXPECT_LT(worst, tolerance) << tokens << " tokens in chunks of " << chunk;
+  std::printf("prefill of %zu tokens in chunks of %zu: largest logit difference from decodes %.3g\n", tokens, chunk,
+              worst);
+  // The cache prefill wrote carries run.c's greedy continuation.
+  std::int32_t next = argmax(*logits);
+  for (std::size_t step = tokens; step < std::min<std::size_t>(tokens + 32, ref.inputs.size()); ++step) {
+    ASSERT_EQ(next, ref.inputs[step]) << "step " << step << " after a prefill of " << tokens;
+    const auto r = model->decode(seq, next);
+    ASSERT_TRUE(r.ok());
+    next = argmax(*r);
+  }
+}
+
+// Tolerance: the projections' GEMM rows equal their GEMVs bit for bit (kernels/gemm.hpp), so
+// prefill and decode differ only in attention: the prefill kernel sums scores over 64-key
+// tiles with its own online-softmax rescaling, decode over one run of keys, both in float.
+// Each attention output carries a few ulps of relative difference, which 5 layers carry to
+// the logits; 1e-5 of 1 + |logit| leaves a factor ~10 over what is measured.
+TEST(LlamaForward, PrefillEqualsTheDecodeLoop) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const auto ref = load_reference("llama2c_noprompt_n256");
+  expect_prefill_matches_decodes(s.weights, ref, 5, 64, 1e-5);
+  expect_prefill_matches_decodes(s.weights, ref, 150, 64, 1e-5);  // chunks of 64, 64, 22
+  expect_prefill_matches_decodes(s.weights, ref, 100, 7, 1e-5);   // chunks smaller than a query tile
+}
+
+// Tolerance: the interleaved kernels take the same integer block products per row as the
+// file layout's, and add the per-block float terms in another order (8 rows in the lanes
+// of one register, not one row across them): each dot product moves by a few ulps.
+TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
+  SKIP_WITHOUT_MODELS();
+  const stories_gguf g;
+  for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
+                                   std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
+                                   std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
+    gguf_writer writer;
+    quantized_storage storage;
+    ASSERT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
+    std::vector<std::byte> bytes;
+    ASSERT_TRUE(writer.write(bytes).ok());
+    std::vector<float> aligned((bytes.size() + 3) / 4);
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
+    ASSERT_TRUE(file.ok()) << file.error().message();
+    const auto w = gguf_weights(*file);
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378, 281, 263, 300, 400, 270, 290, 301};
+    // The file's layout, one matrix per projection: the reference.
+    auto plain =
+        llama<>::make(*w, {.context = 64, .max_prefill = 5, .repack = llama_repack::none, .fuse = llama_fusion::none});
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    EXPECT_EQ(plain->weight_arena_bytes(), 0u);
+    const auto expected = decode_loop(*plain, prompt);
+    auto packed = llama<>::make(*w, {.context = 64, .max_prefill = 5, .repack = llama_repack::all});
+    ASSERT_TRUE(packed.ok()) << packed.error().message();
+    EXPECT_GT(packed->weight_arena_bytes(), 0u);
+    const auto decoded = decode_loop(*packed, prompt);
+    auto seq = *packed->create_session();
+    const auto logits = packed->prefill(seq, prompt);
+    ASSERT_TRUE(logits.ok()) << logits.error().message();
+    const double repacked = largest_difference(decoded, expected), prefilled = largest_difference(*logits, expected);
+    std::printf("%s: repacked and fused decodes differ from the file layout's by %.3g, their prefill by %.3g\n",
+                name, repacked, prefilled);
+    EXPECT_LT(repacked, 1e-5);
+    EXPECT_LT(prefilled, 1e-5);
+    // By default Q8_0 keeps the file's layout (its GEMV decodes no faster repacked).
+    auto by_default = llama<>::make(*w, {.context = 64});
+    ASSERT_TRUE(by_default.ok());
+    EXPECT_EQ(by_default->weight_arena_bytes() > 0, type != hedge::quant::gguf_type::q8_0) << name;
+  }
+}
+
+TEST(LlamaForward, PackedMatricesKeepEveryRow) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  std::vector<std::byte> quantized(quantized_weights_bytes<hedge::quant::q4_0>(s.weights));
+  const auto q = quantize_weights<hedge::quant::q4_0>(s.weights, quantized);
+  ASSERT_TRUE(q.ok());
+  const auto& y = q->layers[0];
+  // Q (64 rows), K and V (32 each) as one interleaved matrix; the embedding (512 rows) alone.
+  for (const std::vector<weight_matrix>& parts : {std::vector{y.wq, y.wk, y.wv}, std::vector{q->token_embedding}}) {
+    const std::size_t bytes = packed_matrix_bytes<all_weight_formats>(parts, true);
+    ASSERT_GT(bytes, 0u);
+    std::vector<std::uint64_t> arena(bytes / 8 + 1);
+    const auto packed =
+        pack_matrices<all_weight_formats>(parts, true, {reinterpret_cast<std::byte*>(arena.data()), bytes});
+    ASSERT_TRUE(packed.ok()) << packed.error().message();
+    EXPECT_TRUE(packed->interleaved);
+    std::vector<float> got(64), want(64);
+    std::size_t row = 0;
+    for (const weight_matrix& part : parts) {
+      for (std::size_t r = 0; r < part.rows; ++r, ++row) {
+        ASSERT_TRUE(dequantize_row<all_weight_formats>(*packed, row, got).ok());
+        ASSERT_TRUE(dequantize_row<all_weight_formats>(part, r, want).ok());
+        ASSERT_EQ(got, want) << "row " << row;
+      }
+    }
+    EXPECT_EQ(packed->rows, row);
+  }
+  // Parts whose rows are not whole 8-row groups (gate: 172) cannot be laid end to end
+  // interleaved; F32 has no interleaved layout.
+  EXPECT_EQ(packed_matrix_bytes<all_weight_formats>(std::vector{y.w_gate, y.w_up}, true), 0u);
+  EXPECT_EQ(packed_matrix_bytes<all_weight_formats>(std::vector{s.weights.layers[0].wq}, true), 0u);
+}
+
+TEST(LlamaForward, FusedFloatWeightsGiveTheSameLogits) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
+  auto separate = llama<>::make(s.weights, {.context = 64, .fuse = llama_fusion::none});
+  auto fused = llama<>::make(s.weights, {.context = 64, .fuse = llama_fusion::all});
+  ASSERT_TRUE(separate.ok() && fused.ok());
+  EXPECT_EQ(separate->weight_arena_bytes(), 0u);
+  // Q/K/V (64 + 32 + 32 rows) and gate/up (172 + 172 rows) of 64 floats, 5 layers.
+  EXPECT_EQ(fused->weight_arena_bytes(), 5 * (128 + 344) * 64 * sizeof(float));
+  EXPECT_EQ(decode_loop(*fused, prompt), decode_loop(*separate, prompt));
+}
+
+/// An executor that runs inline and counts its parallel_for calls.
+struct counting_executor {
+  std::size_t calls = 0;
+  static constexpr std::size_t concurrency() noexcept { return 2; }
+  template <class Body>
+  void parallel_for(std::size_t n, Body&& body) {
+    ++calls;
+    if (n != 0) body(std::size_t{0}, n);
+  }
+};
+
+TEST(LlamaForward, SynchronisationsPerToken) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const std::size_t layers = s.weights.config.n_layers;
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
+  const auto count = [&](llama_fusion fuse, bool prefill) {
+    auto model = llama<>::make(s.weights, {.context = 64, .max_threads = 2, .fuse = fuse});
+    EXPECT_TRUE(model.ok());
+    auto seq = *model->create_session();
+    counting_executor counter;
+    EXPECT_TRUE((prefill ? model->prefill(seq, prompt, counter) : model->decode(seq, 1, counter)).ok());
+    return counter.calls;
+  };
+  // Per layer: Q, K, V, attention, output, gate, up, down; then the classifier.
+  EXPECT_EQ(count(llama_fusion::none, false), 8 * layers + 1);
+  EXPECT_EQ(count(llama_fusion::all, false), 5 * layers + 1);
+  // A prefill chunk: two per GEMM (activation packing, product), one for attention.
+  EXPECT_EQ(count(llama_fusion::none, true), 15 * layers + 1);
+  EXPECT_EQ(count(llama_fusion::all, true), 9 * layers + 1);
+}
+
+TEST(LlamaForward, ACallerSizedWeightArena) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const llama_options options{.context = 64, .fuse = llama_fusion::all};
+  const auto bytes = llama_weight_arena_bytes(s.weights, options);
+  ASSERT_TRUE(bytes.ok());
+  std::vector<std::uint64_t> storage(*bytes / 8 + 8);
+  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(storage.data()) + 63) / 64 * 64);
+  auto small = options;
+  small.weight_arena = {aligned, *bytes - 1};
+  EXPECT_EQ(llama<>::make(s.weights, small).error().code(), hedge::errc::capacity_exceeded);
+  auto fits = options;
+  fits.weight_arena = {aligned, *bytes};
+  auto model = llama<>::make(s.weights, fits);
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  auto separate = llama<>::make(s.weights, {.context = 64, .fuse = llama_fusion::none});
+  const std::vector<std::int32_t> prompt{1, 403, 407};
+  EXPECT_EQ(decode_loop(*model, prompt), decode_loop(*separate, prompt));
+}
+
 TEST(LlamaForward, RollbackAndForkReproduceTheSameLogits) {
   SKIP_WITHOUT_MODELS();
   const stories s;
@@ -305,6 +514,24 @@ TEST(LlamaForward, DecodeAllocatesNothing) {
   ASSERT_TRUE(model->decode(seq, 1).ok());
   const hedge::test::alloc_scope scope;
   for (std::int32_t t = 2; t < 40; ++t) ASSERT_TRUE(model->decode(seq, t).ok());
+  EXPECT_EQ(scope.count(), 0u);
+}
+
+TEST(LlamaForward, PrefillAndDecodeOfRepackedFusedWeightsAllocateNothing) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  std::vector<std::byte> arena(quantized_weights_bytes<hedge::quant::q8_0>(s.weights));
+  const auto q = quantize_weights<hedge::quant::q8_0>(s.weights, arena);
+  ASSERT_TRUE(q.ok());
+  auto model =
+      llama<>::make(*q, {.context = 64, .max_prefill = 8, .repack = llama_repack::all, .fuse = llama_fusion::all});
+  ASSERT_TRUE(model.ok());
+  EXPECT_GT(model->weight_arena_bytes(), 0u);
+  auto seq = *model->create_session();
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378, 281, 263, 300, 400, 270, 290, 301};
+  const hedge::test::alloc_scope scope;
+  ASSERT_TRUE(model->prefill(seq, prompt).ok());
+  for (std::int32_t t = 2; t < 20; ++t) ASSERT_TRUE(model->decode(seq, t).ok());
   EXPECT_EQ(scope.count(), 0u);
 }
 

@@ -10,10 +10,19 @@
 //
 // Readers fill `llama_weights`: `llama2c_weights` (float32, shared classifier by the sign
 // rule) and `gguf_weights` (llama.cpp's tensor names), both views of the file's bytes.
+//
+// A matrix is in one of two layouts: the file's (row-major, `interleaved` false) or
+// kernels/repack.hpp's 8-row interleaved groups (Q4_0, Q8_0, Q4_K), which the GEMV and
+// GEMM kernels of those formats run faster on. `pack_matrices` builds the interleaved
+// copy once at load time, and can lay several matrices of one format and row length end
+// to end as one (Q/K/V, gate/up): the concatenation costs nothing beyond the repack,
+// because the interleaved copy is made anyway. `matvec` (decode) and `matmul` (prefill)
+// take either layout.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,7 +32,9 @@
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/view.hpp"
+#include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/repack.hpp"
 #include "hedge/model/config.hpp"
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_llama.hpp"
@@ -45,18 +56,24 @@ struct weight_formats {};
 using all_weight_formats =
     weight_formats<quant::f32, quant::f16, quant::bf16, quant::q8_0, quant::q4_0, quant::q4_k, quant::q6_k>;
 
-/// A weight matrix: `rows` x `cols` elements of format `type`, row-major, `cols` a multiple
-/// of the format's block size.
+/// A weight matrix: `rows` x `cols` elements of format `type`, `cols` a multiple of the
+/// format's block size; row-major, or in 8-row groups when `interleaved` (repack.hpp).
 struct weight_matrix {
   quant::gguf_type type = quant::gguf_type::f32;
   const std::byte* data = nullptr;
   std::size_t rows = 0;
   std::size_t cols = 0;
+  bool interleaved = false;
 
-  /// The matrix as blocks of F (F's type_id must be `type`).
+  /// The row-major matrix as blocks of F (F's type_id must be `type`).
   template <quant::BlockFormat F>
   [[nodiscard]] matrix_view<const typename F::block> as() const noexcept {
     return {reinterpret_cast<const typename F::block*>(data), rows, cols / F::block_elements};
+  }
+  /// The interleaved matrix as groups of F.
+  template <kernels::Interleavable F>
+  [[nodiscard]] kernels::interleaved_view<F> as_interleaved() const noexcept {
+    return {reinterpret_cast<const typename kernels::interleaved<F>::block*>(data), rows, cols};
   }
   /// A float32 matrix.
   static weight_matrix of(matrix_view<const float> m) noexcept {
@@ -85,6 +102,12 @@ constexpr std::size_t matvec_workspace_bytes(weight_formats<Fs...>, std::size_t 
   ((most = kernels::gemv_workspace_bytes<Fs>(k) > most ? kernels::gemv_workspace_bytes<Fs>(k) : most), ...);
   return most;
 }
+template <quant::BlockFormat... Fs>
+constexpr std::size_t matmul_workspace_bytes(weight_formats<Fs...>, std::size_t m, std::size_t k) noexcept {
+  std::size_t most = 0;
+  ((most = kernels::gemm_workspace_bytes<Fs>(m, k) > most ? kernels::gemm_workspace_bytes<Fs>(m, k) : most), ...);
+  return most;
+}
 }  // namespace detail
 
 /// Calls visit(F{}) with the format F of `type` among `Formats`; unsupported otherwise.
@@ -99,25 +122,129 @@ constexpr std::size_t matvec_workspace_bytes(std::size_t k) noexcept {
   return detail::matvec_workspace_bytes(Formats{}, k);
 }
 
-/// y = W x with the GEMV of W's format, rows split over the executor.
+/// Workspace bytes `matmul` needs for `m` activation rows of `k` elements, whatever the format.
+template <class Formats>
+constexpr std::size_t matmul_workspace_bytes(std::size_t m, std::size_t k) noexcept {
+  return detail::matmul_workspace_bytes(Formats{}, m, k);
+}
+
+namespace detail {
+/// Calls run(view) with W's view in its layout, W of format F.
+template <quant::BlockFormat F, class Run>
+result<void> with_layout(const weight_matrix& w, Run&& run) {
+  if constexpr (kernels::Interleavable<F>) {
+    if (w.interleaved) return run(w.as_interleaved<F>());
+  }
+  if (w.interleaved) return error{errc::unsupported} << F::name << " has no interleaved layout";
+  return run(w.as<F>());
+}
+}  // namespace detail
+
+/// y = W x with the GEMV of W's format and layout, rows split over the executor.
 template <class Formats, Executor E>
 result<void> matvec(const weight_matrix& w, vector_view<const float> x, vector_view<float> y,
                     std::span<std::byte> workspace, E& executor) {
   return visit_format<Formats>(w.type, [&](auto format) {
     using F = decltype(format);
-    return kernels::gemv<F>(w.as<F>(), x, y, workspace, executor);
+    return detail::with_layout<F>(w, [&](auto view) { return kernels::gemv<F>(view, x, y, workspace, executor); });
   });
 }
 
-/// Row `r` of W as floats (the embedding lookup).
+/// Y = X W^T (one row of Y per row of X) with the GEMM of W's format and layout; row m of
+/// Y equals matvec of row m of X (kernels/gemm.hpp).
+template <class Formats, Executor E>
+result<void> matmul(const weight_matrix& w, matrix_view<const float> x, matrix_view<float> y,
+                    std::span<std::byte> workspace, E& executor) {
+  return visit_format<Formats>(w.type, [&](auto format) {
+    using F = decltype(format);
+    return detail::with_layout<F>(w, [&](auto view) { return kernels::gemm<F>(view, x, y, workspace, executor); });
+  });
+}
+
+/// Row `r` of W as floats (the embedding lookup), in either layout.
 template <class Formats>
 result<void> dequantize_row(const weight_matrix& w, std::size_t r, vector_view<float> out) {
   if (r >= w.rows) return error{errc::out_of_range} << "row " << r << " of a matrix of " << w.rows << " rows";
-  return visit_format<Formats>(w.type, [&](auto format) {
+  return visit_format<Formats>(w.type, [&](auto format) -> result<void> {
     using F = decltype(format);
-    const auto m = w.as<F>();
-    return quant::dequantize<F>(m.row(r), out);
+    if constexpr (kernels::Interleavable<F>) {
+      if (w.interleaved) {
+        if (out.size() != w.cols) return error{errc::shape_mismatch} << "a row of " << w.cols << " into " << out.size();
+        const auto m = w.as_interleaved<F>();
+        const auto* group = m.group(r / kernels::interleave_rows);
+        for (std::size_t b = 0; b < m.blocks_per_row(); ++b) {
+          const typename F::block block = kernels::original_block<F>(group[b], r % kernels::interleave_rows);
+          HEDGE_TRY(quant::dequantize<F>({&block, 1}, out.subview(b * F::block_elements, F::block_elements)));
+        }
+        return ok();
+      }
+    }
+    return quant::dequantize<F>(w.as<F>().row(r), out);
   });
+}
+
+/// Bytes of `parts` packed end to end by `pack_matrices`, each part's rows in order: their
+/// interleaved groups when `interleave` (0 when the format has no interleaved layout, or a
+/// part but the last has rows that are not whole groups, or formats or row lengths differ).
+template <class Formats>
+std::size_t packed_matrix_bytes(std::span<const weight_matrix> parts, bool interleave) {
+  if (parts.empty()) return 0;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const weight_matrix& m = parts[i];
+    if (m.type != parts[0].type || m.cols != parts[0].cols || m.interleaved) return 0;
+    const bool whole_groups = m.rows % kernels::interleave_rows == 0 || i + 1 == parts.size();
+    auto known = visit_format<Formats>(m.type, [&](auto format) -> result<void> {
+      using F = decltype(format);
+      if (m.cols % F::block_elements != 0) return error{errc::shape_mismatch};
+      if constexpr (kernels::Interleavable<F>) {
+        if (interleave && whole_groups) {
+          bytes += kernels::interleaved_blocks<F>(m.rows, m.cols) * sizeof(typename kernels::interleaved<F>::block);
+          return ok();
+        }
+      }
+      if (interleave) return error{errc::unsupported};
+      bytes += m.rows * quant::row_bytes<F>(m.cols);
+      return ok();
+    });
+    if (!known) return 0;
+  }
+  return bytes;
+}
+
+/// Packs `parts` (see packed_matrix_bytes) into `out` and returns the one matrix they make:
+/// rows of parts[0], then of parts[1], ...; interleaved when `interleave`. Done once, at
+/// load time.
+template <class Formats>
+result<weight_matrix> pack_matrices(std::span<const weight_matrix> parts, bool interleave, std::span<std::byte> out) {
+  const std::size_t bytes = packed_matrix_bytes<Formats>(parts, interleave);
+  if (bytes == 0) return error{errc::unsupported} << "these " << parts.size() << " matrices cannot be packed as one";
+  if (out.size() < bytes)
+    return error{errc::capacity_exceeded} << "packing " << bytes << " bytes of weights into " << out.size();
+  weight_matrix packed{parts[0].type, out.data(), 0, parts[0].cols, interleave};
+  std::byte* at = out.data();
+  for (const weight_matrix& m : parts) {
+    HEDGE_TRY(visit_format<Formats>(m.type, [&](auto format) -> result<void> {
+      using F = decltype(format);
+      if constexpr (kernels::Interleavable<F>) {
+        if (interleave) {
+          using group = typename kernels::interleaved<F>::block;
+          if (reinterpret_cast<std::uintptr_t>(at) % alignof(group) != 0)
+            return error{errc::misaligned} << "the weight arena is not aligned for interleaved " << F::name;
+          const std::size_t blocks = kernels::interleaved_blocks<F>(m.rows, m.cols);
+          HEDGE_TRY(kernels::repack<F>(m.as<F>(), {reinterpret_cast<group*>(at), blocks}));
+          at += blocks * sizeof(group);
+          return ok();
+        }
+      }
+      const std::size_t n = m.rows * quant::row_bytes<F>(m.cols);
+      std::memcpy(at, m.data, n);
+      at += n;
+      return ok();
+    }));
+    packed.rows += m.rows;
+  }
+  return packed;
 }
 
 /// One decoder layer.
