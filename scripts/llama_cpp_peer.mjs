@@ -87,6 +87,61 @@ commands.generate = async (args) => {
     await model.dispose();
 };
 
+// bench MODEL.gguf THREADS N P...   times llama.cpp on MODEL at THREADS threads (CPU, a
+//                                   context of 1024 positions, batches of 512): a greedy
+//                                   decode of N tokens from BOS (positions 0 .. N-1, each
+//                                   token's logits and sampling included), then for each P a
+//                                   prefill of P tokens (BOS, then the fixed pseudo-random ids
+//                                   bench/model/forward_bench.cpp uses) into an empty
+//                                   sequence; one JSON line: decode and prefill tok/s and the
+//                                   process's resident set after decoding.
+commands.bench = async (args) => {
+    if (args.length < 4) {
+        process.stderr.write("usage: llama_cpp_peer.mjs bench MODEL.gguf THREADS DECODE_TOKENS PREFILL_TOKENS...\n");
+        process.exit(2);
+    }
+    const [modelPath, threadsArg, decodeArg, ...prefillArgs] = args;
+    const threads = Number(threadsArg);
+    const decodeTokens = Number(decodeArg);
+    const prefills = prefillArgs.map(Number);
+    // maxThreads 0: the context's thread count is the one used, not a share of a budget.
+    const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: 0});
+    const model = await llama.loadModel({modelPath});
+    const context = await model.createContext({contextSize: 1024, batchSize: 512, threads, sequences: 1});
+    const sequence = context.getSequence();
+    const bos = model.tokens.bos;
+    const decode = async (n) => {
+        let count = 0;
+        for await (const token of sequence.evaluate([bos], {temperature: 0})) {
+            if (++count >= n) break;
+        }
+    };
+    await decode(1);  // maps the weights' pages in before the clock runs
+    await sequence.clearHistory();
+    let start = performance.now();
+    await decode(decodeTokens);
+    const decodeSeconds = (performance.now() - start) / 1000;
+    const rss = process.memoryUsage().rss;
+    const vocabulary = model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+    const prefill = {};
+    for (const p of prefills) {
+        const tokens = [bos];
+        let seed = 12345;
+        for (let i = 1; i < p; ++i) {
+            seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+            tokens.push(3 + ((seed >>> 8) % (vocabulary - 3)));
+        }
+        await sequence.clearHistory();
+        start = performance.now();
+        await sequence.evaluateWithoutGeneratingNewTokens(tokens);
+        prefill[p] = p / ((performance.now() - start) / 1000);
+    }
+    process.stdout.write(JSON.stringify({threads: context.currentThreads, decode_tokens: decodeTokens,
+        decode_tok_per_s: decodeTokens / decodeSeconds, prefill_tok_per_s: prefill, rss_bytes: rss}) + "\n");
+    await context.dispose();
+    await model.dispose();
+};
+
 const [command, ...args] = process.argv.slice(2);
 if (!commands[command]) usage();
 await commands[command](args);

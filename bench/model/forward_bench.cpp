@@ -4,8 +4,28 @@
 // float32) decoding 256 positions greedily from BOS, one thread: tokens/s over positions
 // 0-255, as llama2.c's run.c reports its own speed for `-n 256` (the figure to compare with
 // its ~5,200 tok/s at -O3 on this machine kind, ../shared/models/README.md).
+//
+// llama/...: a synthetic GGUF of TinyLlama-1.1B's shape in Q4_0 and Q8_0
+// (model/synthetic_model.hpp: written on first use, then reused), mapped as hedge-generate
+// maps a model, at 1 thread and at every hardware thread:
+//   llama/decode/<arch>/tinyllama-1.1b_<format>/cold/threads:<n>
+//       greedy decode of positions 0-63 from BOS, tokens/s. bytes_per_token counts what one
+//       token reads from memory: every weight matrix but the embedding (one row of it),
+//       the norms, and the KV cache up to its position, written row included, averaged
+//       over the 64 positions. bytes_per_second and bw_fraction (bytes/s over the read
+//       bandwidth measured at the same thread count in this run, i.e. the bandwidth-bound
+//       time per token over the achieved one) follow bench/common/report.hpp; bound_ms is
+//       that bound time per token. rss_* are this process's /proc/self/status figures after
+//       decoding (VmRSS, VmHWM, RssFile: mapped weights, RssAnon: heap, which includes the
+//       bench's bandwidth buffer), file_bytes the GGUF's size.
+//   llama/prefill<P>/<arch>/tinyllama-1.1b_<format>/cold/threads:<n>
+//       prefill of P = 128 or 512 tokens (BOS, then fixed pseudo-random ids) into an empty
+//       session, tokens/s.
+// scripts/compare-llamacpp.sh runs these against llama.cpp on the same file. Run:
+//   HEDGE_BENCH_MODELS=build/models build/<dir>/bench/hedge_bench_model --benchmark_filter=llama/
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -13,13 +33,21 @@
 #include <string>
 #include <vector>
 
+#include "common/pool.hpp"
+#include "common/report.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/model/forward.hpp"
+#include "hedge/model/gguf.hpp"
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/weights.hpp"
+#include "hedge/os/mapped_file.hpp"
+#include "model/synthetic_model.hpp"
 
 namespace {
 
 using namespace hedge::model;
+namespace hb = hedge::bench;
+namespace q = hedge::quant;
 
 struct stories260k {
   std::vector<float> file;
@@ -75,5 +103,206 @@ void BM_Stories260KDecode(benchmark::State& state) {
                                                    benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Stories260KDecode)->Unit(benchmark::kMillisecond);
+
+
+/// A synthetic model mapped from its file, with its weights' views.
+struct synthetic {
+  std::string path;
+  hedge::os::mapped_file file;
+  llama_weights weights;
+};
+
+/// The model of format F, written first if absent; one model is mapped at a time, so a
+/// format's RSS figures do not include the other's pages. Null, with `why`, on failure.
+template <q::BlockFormat F>
+const synthetic* load_synthetic(std::string& why) {
+  static std::unique_ptr<synthetic> current;
+  static std::string current_format;
+  if (current && current_format == F::name) return current.get();
+  current.reset();
+  double seconds = 0.0;
+  auto path = hb::synthetic_llama_gguf<F>(hb::tinyllama_1b, &seconds);
+  if (!path) {
+    why = "cannot write the synthetic model: " + std::string(path.error().c_str());
+    return nullptr;
+  }
+  auto m = std::make_unique<synthetic>();
+  m->path = *path;
+  auto file = hedge::os::mapped_file::open(m->path);
+  if (!file) {
+    why = file.error().c_str();
+    return nullptr;
+  }
+  m->file = std::move(*file);
+  if (seconds > 0.0)
+    std::fprintf(stderr, "hedge bench: wrote %s (%.0f MB) in %.1f s\n", m->path.c_str(), double(m->file.size()) * 1e-6,
+                 seconds);
+  auto gguf = gguf_file::parse(m->file.bytes());
+  if (!gguf) {
+    why = m->path + ": " + gguf.error().c_str();
+    return nullptr;
+  }
+  auto weights = gguf_weights(*gguf);
+  if (!weights) {
+    why = m->path + ": " + weights.error().c_str();
+    return nullptr;
+  }
+  m->weights = std::move(*weights);
+  current = std::move(m);
+  current_format = F::name;
+  return current.get();
+}
+
+/// Bytes of `m` as stored (all its rows).
+std::size_t matrix_bytes(const weight_matrix& m) {
+  std::size_t bytes = 0;
+  static_cast<void>(visit_format<all_weight_formats>(m.type, [&](auto format) -> hedge::result<void> {
+    bytes = m.rows * q::row_bytes<decltype(format)>(m.cols);
+    return hedge::ok();
+  }));
+  return bytes;
+}
+
+/// Bytes a decode at positions 0 .. positions-1 reads per token on average: the weights
+/// (one embedding row), the norms, and the f32 KV cache (every position up to the current
+/// one, K and V, each layer).
+double decode_bytes_per_token(const llama_weights& w, std::size_t positions) {
+  const auto& c = w.config;
+  double weights = double(matrix_bytes(w.token_embedding)) / double(c.vocab_size);
+  if (w.output.data != w.token_embedding.data) weights += double(matrix_bytes(w.output));
+  for (const auto& y : w.layers)
+    for (const auto* m : {&y.wq, &y.wk, &y.wv, &y.wo, &y.w_gate, &y.w_up, &y.w_down}) weights += double(matrix_bytes(*m));
+  weights += double((2 * c.n_layers + 1) * c.dim * sizeof(float));
+  const double kv_per_position = double(c.n_layers) * 2.0 * double(c.kv_dim()) * sizeof(float);
+  const double mean_positions_read = double(positions + 1) / 2.0;  // position p reads p + 1 rows
+  return weights + kv_per_position * mean_positions_read;
+}
+
+/// This process's memory figure `key` from /proc/self/status, in bytes (0 when absent).
+double status_bytes(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::size_t n = std::strlen(key);
+  while (std::getline(status, line))
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return std::stod(line.substr(n + 1)) * 1024.0;
+  return 0.0;
+}
+
+constexpr std::size_t decode_positions = 64;
+constexpr std::size_t synthetic_context = 1024;  // room for the 512-token prefill
+
+template <q::BlockFormat F>
+void BM_SyntheticDecode(benchmark::State& state, std::size_t threads) {
+  std::string why;
+  const synthetic* m = load_synthetic<F>(why);
+  if (m == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto model = llama<>::make(m->weights, {.context = synthetic_context, .max_threads = threads});
+  if (!model) {
+    state.SkipWithError(model.error().c_str());
+    return;
+  }
+  auto& executor = hb::pool(threads);
+  auto seq = *model->create_session();
+  // One token first: the weights' pages are mapped in before the clock runs.
+  if (auto warm = model->decode(seq, 1, executor); !warm) {
+    state.SkipWithError(warm.error().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    static_cast<void>(model->rollback(seq, 0));
+    std::int32_t token = 1;
+    for (std::size_t pos = 0; pos < decode_positions; ++pos) {
+      const auto logits = model->decode(seq, token, executor);
+      if (!logits) {
+        state.SkipWithError(logits.error().c_str());
+        return;
+      }
+      std::size_t best = 0;
+      for (std::size_t j = 1; j < logits->size(); ++j)
+        if ((*logits)[j] > (*logits)[best]) best = j;
+      token = static_cast<std::int32_t>(best);
+    }
+    benchmark::DoNotOptimize(token);
+  }
+  const double bytes_per_token = decode_bytes_per_token(m->weights, decode_positions);
+  const double tokens = double(state.iterations()) * double(decode_positions);
+  state.SetItemsProcessed(static_cast<std::int64_t>(tokens));
+  state.counters["tok_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_token"] = bytes_per_token;
+  hb::set_bandwidth_counters(state, bytes_per_token * double(decode_positions), threads);
+  state.counters["bound_ms"] = bytes_per_token / hb::measured_bandwidth(threads) * 1e3;
+  state.counters["rss_bytes"] = status_bytes("VmRSS");
+  state.counters["rss_peak_bytes"] = status_bytes("VmHWM");
+  state.counters["rss_file_bytes"] = status_bytes("RssFile");
+  state.counters["rss_anon_bytes"] = status_bytes("RssAnon");
+  state.counters["file_bytes"] = double(m->file.size());
+}
+
+template <q::BlockFormat F>
+void BM_SyntheticPrefill(benchmark::State& state, std::size_t threads, std::size_t length) {
+  std::string why;
+  const synthetic* m = load_synthetic<F>(why);
+  if (m == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto model = llama<>::make(m->weights, {.context = synthetic_context, .max_threads = threads});
+  if (!model) {
+    state.SkipWithError(model.error().c_str());
+    return;
+  }
+  auto& executor = hb::pool(threads);
+  auto seq = *model->create_session();
+  // BOS, then ids from a fixed LCG over the non-special pieces (3 .. vocab-1).
+  std::vector<std::int32_t> tokens(length, 1);
+  std::uint32_t seed = 12345;
+  for (std::size_t i = 1; i < length; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    tokens[i] = static_cast<std::int32_t>(3 + (seed >> 8) % (m->weights.config.vocab_size - 3));
+  }
+  if (auto warm = model->decode(seq, 1, executor); !warm) {
+    state.SkipWithError(warm.error().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    static_cast<void>(model->rollback(seq, 0));
+    const auto logits = model->prefill(seq, tokens, executor);
+    if (!logits) {
+      state.SkipWithError(logits.error().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(logits->data());
+  }
+  const double n = double(state.iterations()) * double(length);
+  state.SetItemsProcessed(static_cast<std::int64_t>(n));
+  state.counters["tok_per_s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
+}
+
+template <q::BlockFormat F>
+void register_synthetic() {
+  const std::string shape = std::string(hb::tinyllama_1b.name) + "_" + std::string(F::name);
+  const std::string arch(hedge::arch::best_name());
+  for (std::size_t threads : hb::thread_counts()) {
+    hb::register_benchmark(hb::benchmark_name("llama/decode", arch, shape, hb::residency::cold, threads),
+                           [threads](benchmark::State& state) { BM_SyntheticDecode<F>(state, threads); })
+        ->Unit(benchmark::kMillisecond);
+    for (std::size_t length : {std::size_t{128}, std::size_t{512}}) {
+      hb::register_benchmark(
+          hb::benchmark_name("llama/prefill" + std::to_string(length), arch, shape, hb::residency::cold, threads),
+          [threads, length](benchmark::State& state) { BM_SyntheticPrefill<F>(state, threads, length); })
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+const bool registered = [] {
+  hb::begin_family("llama/" + std::string(hb::tinyllama_1b.name));
+  register_synthetic<q::q4_0>();
+  register_synthetic<q::q8_0>();
+  return true;
+}();
 
 }  // namespace

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# hedge against llama.cpp on the same GGUF, same machine, same thread count: the synthetic
+# TinyLlama-1.1B-shaped model of bench/model/synthetic_model.hpp (Q4_0 and Q8_0, written
+# once under $HEDGE_BENCH_MODELS, default build/models), hedge timed by hedge_bench_model's
+# llama/* benchmarks and llama.cpp by the npm prebuilt of node-llama-cpp
+# (scripts/llama_cpp_peer.sh bench: installed under build/llama-cpp-peer on first use; never
+# a dependency of hedge, never run by CI).
+#
+# Both sides time the same work: a greedy decode of positions 0-63 from BOS (logits and
+# argmax included) and prefills of 128 and 512 tokens (BOS, then the same pseudo-random ids)
+# into an empty sequence. Runs alternate, hedge then llama.cpp, ROUNDS times per format and
+# thread count, and the table reports medians: tok/s of each, hedge / llama.cpp, and the
+# bandwidth bound (read bandwidth measured by the hedge run / bytes a token reads: weights,
+# norms, KV cache; see bench/model/forward_bench.cpp). Then it runs hedge-generate under
+# /usr/bin/time -v for its peak resident set against the file size, and reports llama.cpp's
+# resident set after decoding (its node process included).
+#
+# Usage: scripts/compare-llamacpp.sh [--build-dir DIR] [--formats "q4_0 q8_0"]
+#                                    [--threads "1 NPROC"] [--rounds 3] [--jobs N]
+#   --build-dir  a configured build with benchmarks and tools (default build/bench, configured
+#                here with the bench preset and the tools when absent)
+#   --jobs       build parallelism (default: every hardware thread)
+# The table (markdown) goes to stdout and, with every run's raw output, to
+# build/compare-llamacpp/<date>/.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+build_dir=build/bench
+formats="q4_0 q8_0"
+threads="1 $(nproc)"
+rounds=3
+jobs=$(nproc)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) build_dir=$2; shift 2 ;;
+    --formats) formats=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare-llamacpp.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command="scripts/compare-llamacpp.sh --build-dir $build_dir --formats \"$formats\" --threads \"$threads\" --rounds $rounds"
+
+# The work both sides time; bench/model/forward_bench.cpp fixes the same figures.
+decode_tokens=64
+prefill_tokens="128 512"
+
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  if [ "$build_dir" != build/bench ]; then
+    echo "compare-llamacpp.sh: $build_dir is not a configured build" >&2
+    exit 2
+  fi
+  cmake --preset bench -DHEDGE_BUILD_EXAMPLES=ON > /dev/null
+fi
+cmake --build "$build_dir" -j "$jobs" --target hedge_bench_model hedge-generate >&2
+bench=$build_dir/bench/hedge_bench_model
+generate=$build_dir/tools/hedge-generate
+
+export HEDGE_BENCH_MODELS=${HEDGE_BENCH_MODELS:-$root/build/models}
+out=build/compare-llamacpp/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+for format in $formats; do
+  model=$HEDGE_BENCH_MODELS/tinyllama-1.1b-$format.gguf
+  for t in $threads; do
+    for round in $(seq 1 "$rounds"); do
+      echo "== $format, $t thread(s), round $round: hedge" >&2
+      "$bench" --benchmark_filter="^llama/(decode|prefill[0-9]+)/[^/]+/tinyllama-1.1b_$format/cold/threads:$t/" \
+        --benchmark_out="$out/hedge-$format-t$t-r$round.json" --benchmark_out_format=json \
+        > "$out/hedge-$format-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$format-t$t-r$round.log" >&2; exit 1; }
+      echo "== $format, $t thread(s), round $round: llama.cpp" >&2
+      # shellcheck disable=SC2086  # prefill_tokens is a list
+      scripts/llama_cpp_peer.sh bench "$model" "$t" "$decode_tokens" $prefill_tokens \
+        > "$out/llamacpp-$format-t$t-r$round.json"
+    done
+  done
+  echo "== $format: hedge-generate's resident set" >&2
+  /usr/bin/time -v "$generate" -m "$model" -n $((decode_tokens + 8)) -t 0 --ignore-eos --threads "${threads##* }" \
+    -i "Once upon a time" > /dev/null 2> "$out/rss-$format.log"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+node - "$out" "$formats" "$threads" "$prefill_tokens" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
+const fs = require("node:fs");
+const path = require("node:path");
+const [dir, formats, threads, prefills, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
+const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const files = fs.readdirSync(dir).sort();
+const f1 = (x) => x.toFixed(1);
+const f2 = (x) => x.toFixed(2);
+// The median, then the slowest and fastest run: how much the machine moved under the runs.
+const spread = (xs) => `${f1(median(xs))} (${f1(Math.min(...xs))}-${f1(Math.max(...xs))})`;
+let cpu = "";
+const decodeRows = [];
+const prefillRows = [];
+const memoryRows = [];
+for (const format of formats.split(" ")) {
+    for (const t of threads.split(" ")) {
+        // Both lists in round order (the same name order), so entry i of each is round i.
+        const hedge = files.filter((f) => f.startsWith(`hedge-${format}-t${t}-`) && f.endsWith(".json"))
+            .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+        const peer = files.filter((f) => f.startsWith(`llamacpp-${format}-t${t}-`))
+            .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+        const runs = (prefix) => hedge.map((h) => {
+            const b = h.benchmarks.find((x) => x.name.startsWith(prefix));
+            if (!b || b.error_occurred) throw new Error(`${prefix} ${format} t${t}: ${b ? b.error_message : "no result"}`);
+            return b;
+        });
+        cpu = hedge[0].context.hedge_cpu_name;
+        const decode = runs("llama/decode/");
+        const hedgeRuns = decode.map((b) => b.tok_per_s);
+        const peerRuns = peer.map((p) => p.decode_tok_per_s);
+        const hedgeDecode = median(hedgeRuns);
+        const peerDecode = median(peerRuns);
+        const bound = median(decode.map((b) => b.read_bw / b.bytes_per_token));
+        // Fractions of the bound per round, against the bandwidth that round's hedge run measured.
+        const ofBound = (rate, i) => (rate * decode[i].bytes_per_token) / decode[i].read_bw;
+        decodeRows.push(`| ${format} | ${t} | ${spread(hedgeRuns)} | ${spread(peerRuns)} | ${f2(hedgeDecode / peerDecode)} | ` +
+            `${f1(bound)} | ${f2(median(hedgeRuns.map(ofBound)))} | ${f2(median(peerRuns.map(ofBound)))} | ` +
+            `${f1(median(decode.map((b) => b.read_bw)) / 1e9)} |`);
+        const cells = prefills.split(" ").map((p) => {
+            const h = runs(`llama/prefill${p}/`).map((b) => b.tok_per_s);
+            const l = peer.map((x) => x.prefill_tok_per_s[p]);
+            return `${spread(h)} | ${spread(l)} | ${f2(median(h) / median(l))}`;
+        });
+        prefillRows.push(`| ${format} | ${t} | ${cells.join(" | ")} |`);
+        if (t === threads.split(" ").at(-1)) {
+            const log = fs.readFileSync(path.join(dir, `rss-${format}.log`), "utf8");
+            const kb = Number((log.match(/Maximum resident set size \(kbytes\): (\d+)/) || [])[1]);
+            const fileBytes = decode[0].file_bytes;
+            memoryRows.push(`| ${format} | ${f1(fileBytes / 1e6)} | ${f1(kb * 1024 / 1e6)} | ` +
+                `${f1(median(peer.map((p) => p.rss_bytes)) / 1e6)} |`);
+        }
+    }
+}
+const lines = [
+    `${new Date().toISOString().slice(0, 10)}, ${cpu}, \`${command}\``,
+    `tok/s: median (slowest-fastest) of ${rounds} interleaved runs; hedge / llama.cpp: ratio of the medians; ` +
+        `/ bound: median over rounds of tok/s over that round's bound; load average before ${loadBefore}, after ${loadAfter}`,
+    "",
+    "| weights | threads | hedge decode tok/s | llama.cpp decode tok/s | hedge / llama.cpp | bound tok/s | hedge / bound | llama.cpp / bound | read GB/s |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...decodeRows,
+    "",
+    "| weights | threads | " + prefills.split(" ").map((p) => `hedge prefill ${p} tok/s | llama.cpp prefill ${p} tok/s | hedge / llama.cpp`).join(" | ") + " |",
+    "|---|---|" + prefills.split(" ").map(() => "---|---|---|").join(""),
+    ...prefillRows,
+    "",
+    "| weights | file MB | hedge-generate peak RSS MB | llama.cpp (node) RSS MB after decode |",
+    "|---|---|---|---|",
+    ...memoryRows,
+];
+process.stdout.write(lines.join("\n") + "\n");
+JS
