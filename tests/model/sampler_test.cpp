@@ -55,7 +55,10 @@ TEST(Sampler, SignalsMatchAFloat64Reference) {
   ASSERT_EQ(c.alternative_count, 5u);
   std::vector<std::size_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+  // Descending, ties in index order: a stable sort without std::stable_sort, whose
+  // temporary buffer clang 22 reports as deprecated.
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   for (std::size_t k = 0; k < 5; ++k) {
     EXPECT_EQ(c.alternatives[k].id, static_cast<std::int32_t>(order[k]));
     EXPECT_NEAR(c.alternatives[k].logprob, logits[order[k]] - log_sum, 1e-5);
@@ -77,7 +80,8 @@ int run_c_topp(std::vector<float> logits, float temperature, float topp, llama2c
   std::vector<std::pair<float, int>> kept;
   for (int i = 0; i < n; ++i)
     if (logits[static_cast<std::size_t>(i)] >= cutoff) kept.push_back({logits[static_cast<std::size_t>(i)], i});
-  std::stable_sort(kept.begin(), kept.end(), [](auto a, auto b) { return a.first > b.first; });
+  std::sort(kept.begin(), kept.end(),
+            [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
   float cum = 0.0f;
   int last = static_cast<int>(kept.size()) - 1;
   for (int i = 0; i < static_cast<int>(kept.size()); ++i) {
