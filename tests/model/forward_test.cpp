@@ -22,25 +22,13 @@
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/weights.hpp"
 #include "support/alloc_counter.hpp"
+#include "support/model_files.hpp"
 
 namespace {
 
 using namespace hedge::model;
 
-const std::string models = HEDGE_SHARED_DIR "/models/";
-
-#define SKIP_WITHOUT_MODELS() \
-  if (!std::ifstream(models + "stories260K.bin").good()) GTEST_SKIP() << models << " is absent (../shared/models)"
-
-/// A file's bytes in 4-byte aligned storage.
-std::vector<float> read_floats(const std::string& path, std::size_t& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> storage((raw.size() + 3) / 4);
-  std::memcpy(storage.data(), raw.data(), raw.size());
-  bytes = raw.size();
-  return storage;
-}
+const std::string& models = hedge::test::models_dir;
 
 /// run.c's reference: prompt ids, then (pos, input, next) per forward step.
 struct reference_run {
@@ -62,14 +50,14 @@ reference_run load_reference(const std::string& name) {
     r.nexts.push_back(static_cast<std::int32_t>(next));
   }
   std::size_t bytes = 0;
-  r.logits = read_floats(models + "reference/" + name + ".logits.f32", bytes);
+  r.logits = hedge::test::read_aligned(models + "reference/" + name + ".logits.f32", bytes);
   r.logits.resize(bytes / 4);
   return r;
 }
 
 struct stories {
   std::size_t bytes = 0;
-  std::vector<float> file = read_floats(models + "stories260K.bin", bytes);
+  std::vector<float> file = hedge::test::read_aligned(models + "stories260K.bin", bytes);
   llama2c_checkpoint checkpoint =
       *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
   llama_weights weights = llama2c_weights(checkpoint);
@@ -121,7 +109,7 @@ TEST(LlamaForward, GreedyStepsMatchRunCWithPrompt) {
 /// stories260K.gguf in 4-byte aligned storage (the tensors are read in place).
 struct stories_gguf {
   std::size_t bytes = 0;
-  std::vector<float> file = read_floats(models + "stories260K.gguf", bytes);
+  std::vector<float> file = hedge::test::read_aligned(models + "stories260K.gguf", bytes);
   gguf_file parsed = *gguf_file::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
 };
 

@@ -14,24 +14,13 @@
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/llama2c_tokenizer.hpp"
 #include "hedge/model/weights.hpp"
+#include "support/model_files.hpp"
 
 namespace {
 
 using namespace hedge::model;
 
-const std::string models = HEDGE_SHARED_DIR "/models/";
-
-#define SKIP_WITHOUT_MODELS() \
-  if (!std::ifstream(models + "stories260K.bin").good()) GTEST_SKIP() << models << " is absent (../shared/models)"
-
-std::vector<float> aligned_file(const std::string& path, std::size_t& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> storage((raw.size() + 3) / 4);
-  std::memcpy(storage.data(), raw.data(), raw.size());
-  bytes = raw.size();
-  return storage;
-}
+const std::string& models = hedge::test::models_dir;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,8 +29,8 @@ std::string read_text(const std::string& path) {
 
 struct stories {
   std::size_t bytes = 0, tokenizer_bytes = 0;
-  std::vector<float> file = aligned_file(models + "stories260K.bin", bytes);
-  std::vector<float> tokenizer_file = aligned_file(models + "tok512.bin", tokenizer_bytes);
+  std::vector<float> file = hedge::test::read_aligned(models + "stories260K.bin", bytes);
+  std::vector<float> tokenizer_file = hedge::test::read_aligned(models + "tok512.bin", tokenizer_bytes);
   llama2c_checkpoint checkpoint = *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
   llama_weights weights = llama2c_weights(checkpoint);
   tokenizer tok{*read_llama2c_tokenizer({reinterpret_cast<const std::byte*>(tokenizer_file.data()), tokenizer_bytes},
