@@ -5,8 +5,12 @@ set -euo pipefail
 # clang-22 (bookworm-security) is the newest clang Debian 12 ships; scripts/matrix.sh
 # compiles with it beside clang-14 (the default clang) and g++ 12. qemu-system-arm runs
 # the Cortex-M firmware image (board mps2-an500); qemu-user runs the AArch64 tests.
+# rapidjson (header-only) is the cloud protocol layer's JSON reader and writer; libcurl is
+# the default HTTP(S) transport (os/http_transport.hpp); cpp-httplib serves hedge-server;
+# curl is a real client in the server's tests.
 packages=(cmake ninja-build g++ clang clang-22 libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
-          libbenchmark-dev nlohmann-json3-dev gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
+          libbenchmark-dev nlohmann-json3-dev rapidjson-dev libcurl4-openssl-dev libcpp-httplib-dev curl
+          gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
           g++-aarch64-linux-gnu qemu-user qemu-system-arm)
 missing=()
 for p in "${packages[@]}"; do
