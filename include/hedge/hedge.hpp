@@ -13,6 +13,7 @@
 #include "hedge/attention/prefill.hpp"
 #include "hedge/attention/prefill_avx2.hpp"
 #include "hedge/attention/prefill_scalar.hpp"
+#include "hedge/cloud/transport.hpp"
 #include "hedge/compiler/attributes.hpp"
 #include "hedge/compiler/barrier.hpp"
 #include "hedge/compiler/intrinsics.hpp"
