@@ -1,12 +1,13 @@
 // hedge-cloud-chat: one chat (or completion) request to an OpenAI-compatible endpoint through
 // hedge's cloud client (cloud/client.hpp) over the libcurl transport (os/http_transport.hpp).
 // The text streams to stdout as it arrives; on stderr one line
-// `first token: X ms, decode: N tokens, Y tok/s, finish: REASON`.
+// `first token: X ms, decode: N tokens, Y tok/s, finish: REASON` (and the usage the server reported).
+// --extra passes a JSON object's members through to the request, e.g. '{"ignore_eos":true}'.
 //
 //   hedge-cloud-chat --url URL [-i PROMPT] [--system TEXT] [--model NAME] [-n MAX_TOKENS]
 //                    [-t TEMPERATURE] [-p TOPP] [-s SEED] [--logprobs N] [--completion]
 //                    [--no-stream] [--connect-timeout MS] [--first-byte-timeout MS]
-//                    [--gap-timeout MS] [--timeout MS] [--ca-file PEM] [--no-api-key]
+//                    [--gap-timeout MS] [--timeout MS] [--extra JSON] [--ca-file PEM] [--no-api-key]
 //
 // URL is the server's root ("http://127.0.0.1:8080", "https://api.openai.com"); the client
 // adds /v1. The API key comes from $HEDGE_API_KEY, $OPENAI_API_KEY or the file named by
@@ -38,11 +39,12 @@ constexpr const char* usage_text =
     "usage: hedge-cloud-chat --url URL [-i PROMPT] [--system TEXT] [--model NAME] [-n MAX_TOKENS]\n"
     "                        [-t TEMPERATURE] [-p TOPP] [-s SEED] [--logprobs N] [--completion]\n"
     "                        [--no-stream] [--connect-timeout MS] [--first-byte-timeout MS]\n"
-    "                        [--gap-timeout MS] [--timeout MS] [--ca-file PEM] [--no-api-key]\n"
+    "                        [--gap-timeout MS] [--timeout MS] [--extra JSON] [--ca-file PEM] [--no-api-key]\n"
     "  --url URL        the server's root, e.g. http://127.0.0.1:8080 (the client adds /v1)\n"
     "  -i PROMPT        the user message (default: stdin)\n"
     "  --completion     POST /v1/completions with the prompt instead of a chat\n"
     "  --logprobs N     ask for N alternatives per token; printed after the text\n"
+    "  --extra JSON     members of this object are added to the request, e.g. '{\"ignore_eos\":true}'\n"
     "  API key: $HEDGE_API_KEY, $OPENAI_API_KEY or the file named by $HEDGE_API_KEY_FILE\n"
     "exit status: 0 done, 1 a request error (the text received before it is kept), 2 a usage error\n";
 
@@ -58,7 +60,7 @@ bool parse(std::string_view s, T& out) {
 }
 
 struct options {
-  std::string url, prompt, system, model, ca_file;
+  std::string url, prompt, system, model, ca_file, extra;
   bool has_prompt = false, completion = false, stream = true, use_key = true;
   cloud::generation_options generation;
   cloud::transport_limits limits;
@@ -86,6 +88,7 @@ std::string parse_args(int argc, char** argv, options& o) {
     else if (a == "--system") o.system = value();
     else if (a == "--model") o.model = value();
     else if (a == "--ca-file") o.ca_file = value();
+    else if (a == "--extra") o.extra = value();
     else if (a == "-n") {
       std::int64_t n = 0;
       if (!parse(value(), n) || n < 1) return "-n needs a positive integer";
@@ -117,6 +120,7 @@ std::string parse_args(int argc, char** argv, options& o) {
     }
   }
   if (o.url.empty()) return "--url is required";
+  o.generation.extra = o.extra;
   return {};
 }
 
@@ -193,11 +197,15 @@ int main(int argc, char** argv) {
   // Without streaming every token arrives at once: there is no decode rate to report.
   const std::string finish(outcome.finish_reason.view().empty() ? "none" : outcome.finish_reason.view());
   if (o.stream)
-    std::fprintf(stderr, "first token: %.1f ms, decode: %zu tokens, %.1f tok/s, finish: %s\n", first_ms,
+    std::fprintf(stderr, "first token: %.1f ms, decode: %zu tokens, %.1f tok/s, finish: %s", first_ms,
                  outcome.tokens, outcome.tokens_per_second, finish.c_str());
   else
-    std::fprintf(stderr, "answer: %.1f ms, %zu tokens, finish: %s\n",
+    std::fprintf(stderr, "answer: %.1f ms, %zu tokens, finish: %s",
                  std::chrono::duration<double, std::milli>(outcome.duration).count(), outcome.tokens, finish.c_str());
+  if (outcome.usage.present())
+    std::fprintf(stderr, ", usage: %lld prompt + %lld completion tokens",
+                 static_cast<long long>(outcome.usage.prompt_tokens), static_cast<long long>(outcome.usage.completion_tokens));
+  std::fprintf(stderr, "\n");
   if (!outcome.ok()) {
     std::fprintf(stderr, "hedge-cloud-chat: %s (HTTP %d, after %zu tokens and %zu bytes of text)\n",
                  outcome.status.error().c_str(), outcome.http_status, outcome.tokens, outcome.text_bytes);

@@ -16,22 +16,15 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "hedge/core/storage.hpp"
+#include "../common/load_model.hpp"
 #include "hedge/model/forward.hpp"
 #include "hedge/model/generate.hpp"
-#include "hedge/model/gguf.hpp"
-#include "hedge/model/gguf_vocabulary.hpp"
-#include "hedge/model/llama2c.hpp"
-#include "hedge/model/llama2c_tokenizer.hpp"
 #include "hedge/model/sampler.hpp"
 #include "hedge/model/tokenizer.hpp"
-#include "hedge/model/weights.hpp"
-#include "hedge/os/mapped_file.hpp"
 #include "hedge/os/thread_pool.hpp"
 
 namespace {
@@ -78,63 +71,19 @@ struct options {
   std::string quantize;
 };
 
-/// A checkpoint's bytes and what is read from them.
-struct loaded_model {
-  os::mapped_file file, tokenizer_file;
-  llama_weights weights;
-  tokenizer tok;
-  heap_storage<std::byte> arena;
-};
-
-result<loaded_model> load(const options& o) {
-  loaded_model m;
-  auto file = os::mapped_file::open(o.model);
-  if (!file) return file.error();
-  m.file = std::move(*file);
-  const auto bytes = m.file.bytes();
-  const bool is_gguf = bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0;
-  if (is_gguf) {
-    if (!o.tokenizer.empty()) return error{errc::invalid_argument} << "-z is for llama2.c checkpoints; a GGUF holds its vocabulary";
-    auto gguf = gguf_file::parse(bytes);
-    if (!gguf) return error{gguf.error().code()} << o.model << ": " << gguf.error().message();
-    auto weights = gguf_weights(*gguf);
-    if (!weights) return error{weights.error().code()} << o.model << ": " << weights.error().message();
-    auto vocab = read_gguf_vocabulary(*gguf);
-    if (!vocab) return error{vocab.error().code()} << o.model << ": " << vocab.error().message();
-    m.weights = std::move(*weights);
-    m.tok = tokenizer{std::move(*vocab)};
-  } else {
-    if (o.tokenizer.empty()) return error{errc::invalid_argument} << o.model << " is not a GGUF: a llama2.c checkpoint needs -z TOKENIZER";
-    auto checkpoint = llama2c_checkpoint::parse(bytes);
-    if (!checkpoint) return error{checkpoint.error().code()} << o.model << ": " << checkpoint.error().message();
-    auto tok_file = os::mapped_file::open(o.tokenizer);
-    if (!tok_file) return tok_file.error();
-    m.tokenizer_file = std::move(*tok_file);
-    auto vocab = read_llama2c_tokenizer(m.tokenizer_file.bytes(), checkpoint->config().vocab_size);
-    if (!vocab) return error{vocab.error().code()} << o.tokenizer << ": " << vocab.error().message();
-    m.weights = llama2c_weights(*checkpoint);
-    m.tok = tokenizer{std::move(*vocab)};
-  }
-  const auto quantize = [&](auto format) -> result<void> {
-    using F = decltype(format);
-    auto arena = heap_storage<std::byte>::make(quantized_weights_bytes<F>(m.weights));
-    if (!arena) return arena.error();
-    m.arena = std::move(*arena);
-    auto q = quantize_weights<F>(m.weights, {m.arena.data(), m.arena.size()});
-    if (!q) return q.error();
-    m.weights = std::move(*q);
-    return ok();
-  };
-  if (o.quantize == "q8_0") HEDGE_TRY(quantize(quant::q8_0{}));
-  if (o.quantize == "q4_0") HEDGE_TRY(quantize(quant::q4_0{}));
-  return m;
-}
-
 template <class Random>
-int generate(const options& o, loaded_model& m, Random random) {
+int generate(const options& o, tools::loaded_model& m, Random random) {
   const auto& cfg = m.weights.config;
   const std::size_t context = std::min<std::size_t>(o.steps, cfg.context_length);
-  auto model = llama<>::make(m.weights, {.context = context, .max_threads = o.threads});
+  // The repacked weights on huge pages, and the file's pages of what they replace dropped
+  // (os/mapped_file.hpp): the resident set holds one copy of the weights.
+  llama_options lo{.context = context, .max_threads = o.threads};
+  const auto arena_bytes = llama_weight_arena_bytes(m.weights, lo);
+  if (!arena_bytes) return fail(arena_bytes.error());
+  auto arena = os::mapped_memory::allocate(*arena_bytes);
+  if (!arena) return fail(arena.error());
+  lo.weight_arena = arena->bytes();
+  auto model = llama<>::make(m.weights, lo, [&](std::span<const std::byte> r) { m.file.release(r); });
   if (!model) return fail(model.error());
   auto gen = generator<llama<>>::make(*model, m.tok);
   if (!gen) return fail(gen.error());
@@ -215,7 +164,7 @@ int main(int argc, char** argv) {
   // run's rule: a seed of 0 (or none) comes from the clock.
   if (!seeded || o.seed == 0)
     o.seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  auto m = load(o);
+  auto m = tools::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = o.quantize});
   if (!m) return fail(m.error());
   return rng == "llama2c" ? generate(o, *m, llama2c_random{o.seed}) : generate(o, *m, seeded_random{o.seed});
 }

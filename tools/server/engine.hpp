@@ -1,0 +1,307 @@
+// tools/server/engine.hpp: one model, one worker thread, a bounded FIFO of requests.
+//
+// Generations run one at a time, in arrival order, on the worker thread, which alone
+// touches the model, its session and the generator: requests are not batched. The queue
+// holds at most `queue_bound` requests waiting besides the one running; `submit` refuses
+// the next (the HTTP layer answers 429). The HTTP threads read what a job produced
+// through its mutex and condition variable: the prompt's log-probs (echo scoring), then
+// one event per generated piece, then `done`. A job whose client left (`cancelled`) is
+// skipped if still waiting, and stops at its next token if running: the generator's
+// callback returns false. The one session is rolled back to empty before each job.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "hedge/model/forward.hpp"
+#include "hedge/model/generate.hpp"
+#include "hedge/model/random.hpp"
+#include "hedge/model/sampler.hpp"
+#include "hedge/model/tokenizer.hpp"
+#include "hedge/os/thread_pool.hpp"
+#include "metrics.hpp"
+#include "request.hpp"
+
+namespace hedge::server {
+
+/// A token as the response reports it: its text, log-prob and the top alternatives.
+struct token_report {
+  std::string text;
+  std::optional<float> logprob;  ///< none for the prompt's first token
+  std::vector<std::pair<std::string, float>> top;
+};
+
+/// One delivery of the generator: text, and the token it came with (none for held-back text).
+struct piece_event {
+  std::string text;
+  std::optional<token_report> token;
+};
+
+struct job {
+  parsed_request request;
+  std::vector<model::token_id> prompt;
+  std::size_t max_tokens = 0;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+  std::atomic<bool> cancelled{false};
+
+  // Written by the worker under `mutex`.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<token_report> prompt_logprobs;  ///< echo with logprobs: one per prompt token
+  bool scored = false;                        ///< prompt_logprobs is complete
+  std::vector<piece_event> events;
+  bool done = false;
+  std::optional<api_error> error;
+  std::string finish_reason = "length";
+  std::size_t completion_tokens = 0;
+};
+
+class engine {
+ public:
+  using llama = model::llama<>;
+
+  static result<std::unique_ptr<engine>> make(const model::llama_weights& weights, const model::tokenizer& tok,
+                                              chat_format format, std::size_t context, std::size_t threads,
+                                              std::size_t queue_bound, server::metrics& metrics) {
+    auto e = std::unique_ptr<engine>(new engine(tok, format, threads, queue_bound, metrics));
+    auto m = llama::make(weights, {.context = context, .max_threads = threads});
+    if (!m) return m.error();
+    e->model_ = std::make_unique<llama>(std::move(*m));
+    auto g = model::generator<llama>::make(*e->model_, tok, 256);
+    if (!g) return g.error();
+    e->generator_ = std::make_unique<model::generator<llama>>(std::move(*g));
+    auto s = e->model_->create_session();
+    if (!s) return s.error();
+    e->session_ = *s;
+    e->worker_ = std::thread([p = e.get()] { p->work(); });
+    return e;
+  }
+
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  ~engine() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  [[nodiscard]] std::size_t context() const noexcept { return model_->context(); }
+  [[nodiscard]] const chat_renderer& renderer() const noexcept { return renderer_; }
+  [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
+
+  /// Queues a job; false when `queue_bound` jobs already wait.
+  bool submit(std::shared_ptr<job> j) {
+    {
+      std::lock_guard lock(mutex_);
+      if (waiting_.size() >= queue_bound_) return false;
+      waiting_.push_back(std::move(j));
+    }
+    wake_.notify_one();
+    return true;
+  }
+
+  [[nodiscard]] std::size_t queue_depth() const {
+    std::lock_guard lock(mutex_);
+    return waiting_.size();
+  }
+  [[nodiscard]] std::size_t running() const { return running_.load(); }
+
+  /// The text a token adds, as the detokenizer renders it (`strip`: the first piece of a
+  /// text loses its leading space).
+  [[nodiscard]] std::string piece(model::token_id id, bool strip = false) const {
+    std::string s;
+    model::detail::visit_piece(tok_->vocab(), id, strip, false, [&](std::string_view p) { s.append(p); });
+    return s;
+  }
+
+ private:
+  engine(const model::tokenizer& tok, chat_format format, std::size_t threads, std::size_t queue_bound,
+         server::metrics& metrics)
+      : tok_(&tok), renderer_(tok, format), threads_(threads), queue_bound_(queue_bound), metrics_(&metrics),
+        pool_(threads) {}
+
+  void work() {
+    for (;;) {
+      std::shared_ptr<job> j;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+        if (stopping_) {
+          for (const auto& w : waiting_) finish(*w, api_error{503, "the server is shutting down", {}, {}, "server_error"});
+          waiting_.clear();
+          return;
+        }
+        j = std::move(waiting_.front());
+        waiting_.pop_front();
+      }
+      if (j->cancelled) {
+        metrics_->cancelled();
+        finish(*j, std::nullopt);
+        continue;
+      }
+      running_ = 1;
+      run(*j);
+      running_ = 0;
+    }
+  }
+
+  void finish(job& j, std::optional<api_error> e) {
+    {
+      std::lock_guard lock(j.mutex);
+      j.error = std::move(e);
+      j.scored = true;
+      j.done = true;
+    }
+    j.changed.notify_all();
+  }
+
+  /// The log-prob of `target` under `logits`, and the `top` most probable tokens.
+  token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool strip) const {
+    double high = -std::numeric_limits<double>::infinity();
+    for (const float l : logits) high = std::max(high, static_cast<double>(l));
+    double sum = 0;
+    for (const float l : logits) sum += std::exp(static_cast<double>(l) - high);
+    const double log_sum = high + std::log(sum);
+    token_report r{piece(target, strip), static_cast<float>(logits[static_cast<std::size_t>(target)] - log_sum), {}};
+    // The `top` most probable, best first (ties: the lower id), by insertion into a short list.
+    const auto before = [&](model::token_id a, model::token_id b) {
+      return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
+    };
+    std::vector<model::token_id> best;
+    for (std::size_t i = 0; i < logits.size() && top > 0; ++i) {
+      const auto id = static_cast<model::token_id>(i);
+      if (best.size() < top) {
+        best.insert(std::upper_bound(best.begin(), best.end(), id, before), id);
+      } else if (logits[i] > logits[static_cast<std::size_t>(best.back())]) {
+        best.pop_back();
+        best.insert(std::upper_bound(best.begin(), best.end(), id, before), id);
+      }
+    }
+    for (const auto id : best)
+      r.top.emplace_back(piece(id), static_cast<float>(logits[static_cast<std::size_t>(id)] - log_sum));
+    return r;
+  }
+
+  void run(job& j) {
+    auto result = threads_ == 1 ? run(j, serial_) : run(j, pool_);
+    if (!result) {
+      const bool capacity = result.error().code() == errc::capacity_exceeded;
+      finish(j, api_error{capacity ? 400 : 500, std::string(result.error().message()), {},
+                          capacity ? "context_length_exceeded" : "", capacity ? "invalid_request_error" : "server_error"});
+      return;
+    }
+    finish(j, std::nullopt);
+  }
+
+  template <class Executor>
+  result<void> run(job& j, Executor& executor) {
+    const parsed_request& r = j.request;
+    HEDGE_TRY(model_->rollback(session_, 0));
+    const auto& settings = tok_->vocab().settings();
+    std::span<const model::token_id> prompt = j.prompt;
+    // Echo scoring: each prompt token's log-prob given the ones before, from decoding them
+    // one by one (prefill keeps only the last row's logits). The last prompt token is then
+    // the generation's prompt, so the prompt runs once.
+    if (r.echo && r.logprobs) {
+      std::vector<token_report> reports;
+      reports.push_back({piece(prompt[0], prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
+      for (std::size_t i = 0; i + 1 < prompt.size(); ++i) {
+        if (j.cancelled) break;
+        auto logits = model_->decode(session_, prompt[i], executor);
+        if (!logits) return logits.error();
+        const bool first_text = i == 0 && prompt[0] == settings.bos && settings.add_space_prefix;
+        reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, first_text));
+      }
+      if (j.cancelled) return ok();
+      {
+        std::lock_guard lock(j.mutex);
+        j.prompt_logprobs = std::move(reports);
+        j.scored = true;
+      }
+      j.changed.notify_all();
+      prompt = prompt.subspan(prompt.size() - 1);
+      if (j.max_tokens == 0) {
+        metrics_->generation(j.prompt.size(), 0, -1, 0);
+        return ok();
+      }
+    } else if (j.max_tokens == 0) {
+      metrics_->generation(0, 0, -1, 0);
+      return ok();
+    }
+    const std::uint64_t seed = r.seed ? *r.seed
+                                      : static_cast<std::uint64_t>(
+                                            std::chrono::system_clock::now().time_since_epoch().count());
+    model::sampler<model::seeded_random> chooser{{.temperature = r.temperature, .top_p = r.top_p},
+                                                 model::seeded_random{seed}};
+    std::vector<std::string_view> stops(r.stop.begin(), r.stop.end());
+    const model::generation_options options{.max_tokens = j.max_tokens,
+                                            .stop = stops,
+                                            .stop_tokens = renderer_.stop_tokens(),
+                                            .ignore_eos = r.ignore_eos,
+                                            .alternatives = r.logprobs ? r.top_logprobs : 0};
+    double ttft = -1;
+    auto summary = generator_->run(session_, prompt, chooser, options, executor, [&](const model::generated_token& t) {
+      if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
+      piece_event e{std::string(t.text), std::nullopt};
+      if (t.id != model::no_token && r.logprobs) {
+        token_report report{piece(t.id), t.choice.logprob, {}};
+        for (std::size_t k = 0; k < t.choice.alternative_count && k < r.top_logprobs; ++k)
+          report.top.emplace_back(piece(t.choice.alternatives[k].id), t.choice.alternatives[k].logprob);
+        e.token = std::move(report);
+      }
+      {
+        std::lock_guard lock(j.mutex);
+        j.events.push_back(std::move(e));
+      }
+      j.changed.notify_all();
+      return !j.cancelled.load();
+    });
+    if (!summary) return summary.error();
+    {
+      std::lock_guard lock(j.mutex);
+      j.completion_tokens = summary->generated;
+      j.finish_reason = summary->reason == model::stop_reason::max_tokens ? "length" : "stop";
+    }
+    if (summary->reason == model::stop_reason::cancelled) metrics_->cancelled();
+    const std::size_t decoded = summary->generated > 0 ? summary->generated - 1 : 0;
+    metrics_->generation(j.prompt.size(), summary->generated, ttft,
+                         summary->decode_seconds > 0 ? static_cast<double>(decoded) / summary->decode_seconds : 0.0);
+    return ok();
+  }
+
+  const model::tokenizer* tok_;
+  chat_renderer renderer_;
+  std::size_t threads_;
+  std::size_t queue_bound_;
+  server::metrics* metrics_;
+  exec::serial serial_;
+  exec::thread_pool pool_;
+  std::unique_ptr<llama> model_;
+  std::unique_ptr<model::generator<llama>> generator_;
+  kv::kv_seq session_{};
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<job>> waiting_;
+  bool stopping_ = false;
+  std::atomic<std::size_t> running_{0};
+  std::thread worker_;
+};
+
+}  // namespace hedge::server
