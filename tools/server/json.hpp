@@ -3,10 +3,13 @@
 //
 // Not rapidjson's Document: Debian's rapidjson 1.1.0 document.h does not compile with
 // clang 22 (GenericStringRef assigns its const members), and reader.h is what hedge's
-// cloud client uses too. The reader runs iteratively (kParseIterativeFlag: no recursion
-// for a hostile "[[[[...") and checks that strings are UTF-8 (kParseValidateEncodingFlag);
-// the handler bounds the nesting (max_depth) and the values (max_values), so an 8 MB body
-// of tiny values cannot make a tree of hundreds of megabytes.
+// cloud client uses too. The reader parses a copy of the body in place (kParseInsituFlag:
+// strings are unescaped where they lie, so the reader's own stack is never used; rapidjson
+// 1.1.0's stack does pointer arithmetic on its null start, which UBSan reports) and checks
+// that strings are UTF-8 (kParseValidateEncodingFlag). The handler bounds the nesting
+// (max_depth: a hostile "[[[[..." stops there, so the reader's recursion is bounded too) and
+// the values (max_values), so an 8 MB body of tiny values cannot make a tree of hundreds of
+// megabytes.
 #pragma once
 
 #include <cstdint>
@@ -180,9 +183,14 @@ struct parse_failure {
 /// Parses `text` (NUL-terminated: a std::string's data) into `root`.
 inline std::optional<parse_failure> parse(const std::string& text, value& root) {
   rapidjson::Reader reader;
-  rapidjson::StringStream stream(text.c_str());
+  // Three NULs past the terminator: rapidjson's UTF-8 check reads a sequence's continuation
+  // bytes without looking for the end, so a body cut inside a character reads up to three
+  // bytes past its last one (and finds NULs: invalid UTF-8).
+  std::string buffer = text;
+  buffer.append(3, '\0');
+  rapidjson::InsituStringStream stream(buffer.data());
   tree_builder builder(root);
-  const auto r = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(stream, builder);
+  const auto r = reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag>(stream, builder);
   const std::string at = " at byte " + std::to_string(r.Offset());
   if (r.IsError()) {
     if (r.Code() == rapidjson::kParseErrorTermination) return parse_failure{builder.stop_reason() + at};

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chat_template.hpp"
+#include "hedge/model/sampler.hpp"
 #include "json.hpp"
 
 namespace hedge::server {
