@@ -198,9 +198,11 @@ void print_cloud_answer(const cloud_answer& a, std::string_view edge_text = {}) 
     print_text(a.text);
     std::printf("\"\n");
   }
+  // The time of the last token, not a rate: a short answer from a fast server reaches the
+  // client in one or two reads, and a rate over the gap between them would mean nothing.
   if (a.outcome.ok())
-    std::printf("    %zu tokens, first token %.1f ms, %.0f tokens/s: answered by the cloud\n", a.outcome.tokens,
-                milliseconds(a.outcome.time_to_first_token), a.outcome.tokens_per_second);
+    std::printf("    %zu tokens, first token %.1f ms, last %.1f ms: answered by the cloud\n", a.outcome.tokens,
+                milliseconds(a.outcome.time_to_first_token), milliseconds(a.outcome.duration));
   else
     std::printf("    cloud failed: [%s] %s\n", to_string(a.outcome.status.error().code()).data(),
                 a.outcome.status.error().c_str());
