@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # hedge's cloud client against hedge-server over loopback, end to end: hedge-cloud-chat
 # (cloud_client over the libcurl transport) talks to a hedge-server serving
-# ../shared/models/stories260K.gguf on --port 0, and
+# ../shared/models/stories260K.gguf (or, when it is absent, the synthetic GGUF the demo
+# writes: `hedge_example_hybrid_demo --write-synthetic PATH`) on --port 0, and
 #   - a streamed greedy chat's text equals hedge-generate's for the same prompt and steps,
 #     and the non-streamed answer equals the streamed one; log-probs come per token
 #   - 50 concurrent clients against a queue of 4: each answered or refused with 429, none lost
 #   - the server killed (SIGKILL) mid-stream: the client exits 1 reporting a cut stream, and
 #     the text received before the cut is on its stdout, a prefix of the greedy text.
 # Every client has a time limit, and the server is killed on any exit.
-# usage: cloud_chat.sh SERVER CHAT GENERATE MODELS WORKDIR   (exit 77: skipped)
+# usage: cloud_chat.sh SERVER CHAT GENERATE MODELS WORKDIR [DEMO]   (exit 77: skipped)
 set -u
-server=$1 chat=$2 generate=$3 models=$4 work=$5
+server=$1 chat=$2 generate=$3 models=$4 work=$5 demo=${6:-}
 rm -rf "$work" && mkdir -p "$work"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -26,8 +27,12 @@ check "a refused connection says so" grep -q "cannot connect" "$work/refused.txt
 
 model=$models/stories260K.gguf
 if [ ! -f "$model" ]; then
-  echo "$model is absent: the client-server tests were skipped"
-  [ $failures -eq 0 ] && exit 77 || exit 1
+  if [ -z "$demo" ] || ! "$demo" --write-synthetic "$work/synthetic.gguf"; then
+    echo "$model is absent and no synthetic model was written: the client-server tests were skipped"
+    [ $failures -eq 0 ] && exit 77 || exit 1
+  fi
+  echo "$model is absent: serving the demo's synthetic model"
+  model=$work/synthetic.gguf
 fi
 
 pid=
@@ -44,7 +49,7 @@ start_server() { # start_server ARGS...: sets $pid and $url
   echo "FAIL: no 'listening on' line in 30 s"; cat "$work/server.err"; exit 1
 }
 trap '[ -n "$pid" ] && kill -9 $pid 2> /dev/null; wait 2> /dev/null' EXIT
-# A context past the model's 512 trained positions, so one answer streams for long enough
+# A context past the model's trained positions, so one answer streams for long enough
 # to be cut (the server warns that text beyond the trained context may degrade).
 start_server --queue 4 --ctx-size 16384
 echo "server at $url"
