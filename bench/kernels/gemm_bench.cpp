@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/pool.hpp"
@@ -85,7 +86,13 @@ template <class W>
 void register_format() {
   for (std::size_t m : {64u, 512u}) {
 #if HEDGE_SIMD_X86
-    if constexpr (hk::Interleavable<W>) register_variant<W, hedge::arch::avx2, layout::repacked>(m);
+    if constexpr (hk::Interleavable<W>) {
+      register_variant<W, hedge::arch::avx512vnni, layout::repacked>(m);
+      register_variant<W, hedge::arch::avx2, layout::repacked>(m);
+    }
+    if constexpr (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0>) {
+      register_variant<W, hedge::arch::avx512vnni, layout::gguf>(m);  // packs on the fly
+    }
     register_variant<W, hedge::arch::avx2, layout::gguf>(m);
     register_variant<W, hedge::arch::avx2, layout::rowwise>(m);
 #endif

@@ -43,9 +43,12 @@ TEST(Dispatch, ConcreteTagsPassThrough) {
 // Every x86 build, baseline included, carries the AVX2 and AVX-512 variants and runs
 // the best one this CPU has.
 TEST(Dispatch, X86BuildsRunTheirBestVariant) {
-  static_assert(std::is_same_v<arch::compiled, arch::tag_list<arch::avx512bw, arch::avx2, arch::scalar>>);
+  static_assert(
+      std::is_same_v<arch::compiled, arch::tag_list<arch::avx512vnni, arch::avx512bw, arch::avx2, arch::scalar>>);
   const std::string_view chosen = arch::visit<arch::best>([](auto tag) { return decltype(tag)::name; });
-  if (arch::avx512bw::supported()) {
+  if (arch::avx512vnni::supported()) {
+    EXPECT_TRUE(chosen == "avx512vnni" || chosen == arch::native::name) << chosen;
+  } else if (arch::avx512bw::supported()) {
     EXPECT_TRUE(chosen == "avx512bw" || chosen == arch::native::name) << chosen;
   } else if (arch::avx2::supported()) {
     EXPECT_EQ(chosen, "avx2");

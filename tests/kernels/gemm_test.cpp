@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "hedge/os/thread_pool.hpp"
@@ -37,6 +38,12 @@ struct repacked {
   }
 };
 
+/// Whether the GGUF-layout GEMM of W on A packs its weights into the interleaved layout on
+/// the fly (AVX-512 VNNI Q4_0/Q8_0): its rows then equal the interleaved GEMV's bit for bit.
+template <class W, class A>
+constexpr bool packs_on_the_fly = std::is_same_v<A, hedge::arch::avx512vnni> &&
+                                  (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0>);
+
 /// Runs Y = X W^T in the layout `Layout` (plain or interleaved) of variant V
 /// and checks it against the references.
 template <class W, class A, bool Interleave>
@@ -63,7 +70,7 @@ void check_gemm(std::size_t m_rows, std::size_t n, std::size_t kk, unsigned seed
     const std::vector<float> x_row(xs.begin() + static_cast<std::ptrdiff_t>(m * x_stride),
                                    xs.begin() + static_cast<std::ptrdiff_t>(m * x_stride + kk));
     // GEMV of the same row, same layout and arch: bit-identical.
-    if constexpr (Interleave) {
+    if constexpr (Interleave || packs_on_the_fly<W, A>) {
       repacked<W> p(w);
       ASSERT_TRUE((k::gemv<W, A>(p.view, {x_row.data(), kk}, {row_y.data(), n}, gemv_workspace)));
     } else {
@@ -103,6 +110,7 @@ using Variants = ::testing::Types<
     variant<q::q4_k, hedge::arch::scalar>, variant<q::f16, hedge::arch::scalar>,
     variant<q::q8_0, hedge::arch::avx2>, variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
     variant<q::f32, hedge::arch::avx2>, variant<q::f16, hedge::arch::avx2>, variant<q::bf16, hedge::arch::avx2>,
+    variant<q::q8_0, hedge::arch::avx512vnni>, variant<q::q4_0, hedge::arch::avx512vnni>,
     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
     variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::bf16, hedge::arch::neon>>;
 TYPED_TEST_SUITE(Gemm, Variants);
@@ -114,6 +122,8 @@ TYPED_TEST(Gemm, GgufLayoutMatchesReferences) {
   for (std::size_t m_rows : {1u, 5u, 9u}) {
     for (std::size_t n : {1u, 7u, 17u}) check_gemm<W, typename TypeParam::arch, false>(m_rows, n, kk, seed++);
   }
+  // More than one chunk of K packed on the fly (AVX-512 VNNI), full and partial 16-row slices.
+  if constexpr (W::block_elements == 32) check_gemm<W, typename TypeParam::arch, false>(9, 35, 70 * 32, seed++);
 }
 
 template <class V>
@@ -122,7 +132,9 @@ using InterleavedVariants =
     ::testing::Types<variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
                      variant<q::q4_k, hedge::arch::scalar>, variant<q::q8_0, hedge::arch::avx2>,
                      variant<q::q4_0, hedge::arch::avx2>, variant<q::q4_k, hedge::arch::avx2>,
-                     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
+                     variant<q::q8_0, hedge::arch::avx512vnni>, variant<q::q4_0, hedge::arch::avx512vnni>,
+                     variant<q::q4_k, hedge::arch::avx512vnni>, variant<q::q8_0, hedge::arch::neon_dotprod>,
+                     variant<q::q4_0, hedge::arch::neon_dotprod>,
                      variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>,
                      variant<q::q4_k, hedge::arch::best>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
@@ -141,6 +153,11 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
   // GEMV runs of 4 groups then 1, and 4 + 4 with a partial last group.
   check_gemm<W, typename TypeParam::arch, true>(1, 37, 3 * one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(2, 61, one, seed++);
+  // Tiles of two groups (AVX-512): pairs only, pairs then a lone full group, pairs then a
+  // partial group; activation tiles of 8, 4, 2 and 1 rows.
+  for (std::size_t m_rows : {8u, 15u, 17u}) {
+    for (std::size_t n : {16u, 40u, 45u}) check_gemm<W, typename TypeParam::arch, true>(m_rows, n, 3 * one, seed++);
+  }
 }
 
 TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -21,6 +22,7 @@
 #include "hedge/model/gguf_writer.hpp"
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/weights.hpp"
+#include "hedge/os/mapped_file.hpp"
 #include "support/alloc_counter.hpp"
 #include "support/model_files.hpp"
 
@@ -332,6 +334,99 @@ TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
   }
 }
 
+TEST(LlamaForward, MakeReportsTheBytesItNoLongerReads) {
+  SKIP_WITHOUT_MODELS();
+  const stories_gguf g;
+  gguf_writer writer;
+  quantized_storage storage;
+  ASSERT_TRUE(quantize_gguf(g.parsed, hedge::quant::gguf_type::q4_0, writer, storage).ok());
+  std::vector<std::byte> bytes;
+  ASSERT_TRUE(writer.write(bytes).ok());
+  std::vector<float> aligned((bytes.size() + 3) / 4);
+  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  std::byte* const data = reinterpret_cast<std::byte*>(aligned.data());
+  const auto file = gguf_file::parse({data, bytes.size()});
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  const auto w = gguf_weights(*file);
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
+  auto plain = llama<>::make(*w, {.context = 64, .repack = llama_repack::none, .fuse = llama_fusion::none});
+  ASSERT_TRUE(plain.ok());
+  const auto expected = decode_loop(*plain, prompt);
+
+  std::vector<std::span<const std::byte>> released;
+  const auto collect = [&](std::span<const std::byte> r) { released.push_back(r); };
+  auto unpacked = llama<>::make(*w, {.context = 64, .repack = llama_repack::none, .fuse = llama_fusion::none}, collect);
+  ASSERT_TRUE(unpacked.ok());
+  EXPECT_TRUE(released.empty()) << "nothing packed, nothing released";
+
+  auto packed = llama<>::make(*w, {.context = 64}, collect);
+  ASSERT_TRUE(packed.ok()) << packed.error().message();
+  // Every layer's six Q4_0 matrices were repacked (w_down's rows of 172 are not whole
+  // blocks: it stays as it is): each reported once, inside the file, none overlapping.
+  ASSERT_GE(released.size(), 6 * w->config.n_layers);
+  std::sort(released.begin(), released.end(), [](auto a, auto b) { return a.data() < b.data(); });
+  for (std::size_t i = 0; i < released.size(); ++i) {
+    EXPECT_GE(released[i].data(), data);
+    EXPECT_LE(released[i].data() + released[i].size(), data + bytes.size());
+    if (i > 0) {
+      EXPECT_LE(released[i - 1].data() + released[i - 1].size(), released[i].data());
+    }
+  }
+  // The model never reads them again: overwritten, the logits do not change.
+  for (const auto r : released) std::memset(data + (r.data() - data), 0x7F, r.size());
+  const auto after = decode_loop(*packed, prompt);
+  EXPECT_LT(largest_difference(after, expected), 1e-5);
+}
+
+TEST(LlamaForward, AMappedFileWithItsPackedTensorsReleased) {
+  // As hedge-generate loads a model: the file mapped, the arena on huge pages, the pages of
+  // the packed tensors released; the logits are those of the model read from memory.
+  SKIP_WITHOUT_MODELS();
+  const stories_gguf g;
+  gguf_writer writer;
+  quantized_storage storage;
+  ASSERT_TRUE(quantize_gguf(g.parsed, hedge::quant::gguf_type::q4_0, writer, storage).ok());
+  std::vector<std::byte> bytes;
+  ASSERT_TRUE(writer.write(bytes).ok());
+  const std::string path = ::testing::TempDir() + "hedge_forward_released.gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+  auto file = hedge::os::mapped_file::open(path);
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  const auto parsed = gguf_file::parse(file->bytes());
+  ASSERT_TRUE(parsed.ok());
+  const auto w = gguf_weights(*parsed);
+  ASSERT_TRUE(w.ok());
+  const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
+  auto reference = llama<>::make(*w, {.context = 64, .repack = llama_repack::none, .fuse = llama_fusion::none});
+  ASSERT_TRUE(reference.ok());
+  const auto expected = decode_loop(*reference, prompt);
+
+  llama_options options{.context = 64, .fuse = llama_fusion::all};
+  const auto arena_bytes = llama_weight_arena_bytes(*w, options);
+  ASSERT_TRUE(arena_bytes.ok());
+  auto arena = hedge::os::mapped_memory::allocate(*arena_bytes);
+  ASSERT_TRUE(arena.ok()) << arena.error().message();
+  EXPECT_EQ(arena->size(), *arena_bytes);
+  options.weight_arena = arena->bytes();
+  std::size_t released = 0, reported = 0;
+  auto model = llama<>::make(*w, options, [&](std::span<const std::byte> r) {
+    reported += r.size();
+    released += file->release(r);
+  });
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  EXPECT_GT(reported, 0u);
+  EXPECT_LE(released, reported);  // whole pages only
+  EXPECT_LT(largest_difference(decode_loop(*model, prompt), expected), 1e-5);
+  // Released pages read back as the file's bytes; ranges outside the mapping release nothing.
+  EXPECT_GT(file->release(file->bytes()), 0u);  // the file spans several pages
+  EXPECT_LE(file->release(file->bytes()), file->size());
+  EXPECT_EQ(std::memcmp(file->bytes().data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(file->release(std::span<const std::byte>(bytes)), 0u);
+  std::remove(path.c_str());
+}
+
 TEST(LlamaForward, PackedMatricesKeepEveryRow) {
   SKIP_WITHOUT_MODELS();
   const stories s;
@@ -394,8 +489,9 @@ TEST(LlamaForward, SynchronisationsPerToken) {
   const stories s;
   const std::size_t layers = s.weights.config.n_layers;
   const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};
-  const auto count = [&](llama_fusion fuse, bool prefill) {
-    auto model = llama<>::make(s.weights, {.context = 64, .max_threads = 2, .fuse = fuse});
+  const auto count = [&](llama_fusion fuse, bool prefill, std::size_t min_bytes = 0) {
+    auto model =
+        llama<>::make(s.weights, {.context = 64, .max_threads = 2, .fuse = fuse, .parallel_min_bytes = min_bytes});
     EXPECT_TRUE(model.ok());
     auto seq = *model->create_session();
     counting_executor counter;
@@ -408,6 +504,8 @@ TEST(LlamaForward, SynchronisationsPerToken) {
   // A prefill chunk: two per GEMM (activation packing, product), one for attention.
   EXPECT_EQ(count(llama_fusion::none, true), 15 * layers + 1);
   EXPECT_EQ(count(llama_fusion::all, true), 9 * layers + 1);
+  // By default a decode step of this model (its largest matrix 128 KiB) wakes no worker.
+  EXPECT_EQ(count(llama_fusion::repacked, false, llama_options{}.parallel_min_bytes), 0u);
 }
 
 TEST(LlamaForward, ACallerSizedWeightArena) {

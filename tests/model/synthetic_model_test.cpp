@@ -272,7 +272,8 @@ void run_case(const forward_case& c, measured& m) {
 
   auto reference = hedge::test::reference_llama::make(weights);
   ASSERT_TRUE(reference.ok()) << reference.error().message();
-  auto model = llama<all_weight_formats, KvElem>::make(weights, {.max_sessions = 2, .max_threads = c.threads});
+  auto model = llama<all_weight_formats, KvElem>::make(
+      weights, {.max_sessions = 2, .max_threads = c.threads, .parallel_min_bytes = 0});
   ASSERT_TRUE(model.ok()) << model.error().message();
   ASSERT_EQ(model->context(), c.spec.shape.context);
   hedge::exec::thread_pool pool(c.threads);

@@ -75,9 +75,10 @@ template <class Random>
 int generate(const options& o, tools::loaded_model& m, Random random) {
   const auto& cfg = m.weights.config;
   const std::size_t context = std::min<std::size_t>(o.steps, cfg.context_length);
-  // The repacked weights on huge pages, and the file's pages of what they replace dropped
-  // (os/mapped_file.hpp): the resident set holds one copy of the weights.
-  llama_options lo{.context = context, .max_threads = o.threads};
+  // The repacked and fused weights on huge pages, and the file's pages of what they replace
+  // dropped (os/mapped_file.hpp): the resident set holds one copy of the weights, so fusing
+  // the plain-layout projections too (a copy) costs no memory and saves synchronisations.
+  llama_options lo{.context = context, .max_threads = o.threads, .fuse = llama_fusion::all};
   const auto arena_bytes = llama_weight_arena_bytes(m.weights, lo);
   if (!arena_bytes) return fail(arena_bytes.error());
   auto arena = os::mapped_memory::allocate(*arena_bytes);

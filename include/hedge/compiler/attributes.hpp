@@ -6,8 +6,9 @@
 //
 //   HEDGE_SIMD_X86     1 when x86 variants are compiled (GCC or Clang, x86, no HEDGE_NO_SIMD)
 //   HEDGE_SIMD_NEON    1 when AArch64 variants are compiled (no HEDGE_NO_SIMD)
-//   HEDGE_TARGET_AVX2, HEDGE_TARGET_AVX512, HEDGE_TARGET_DOTPROD: the function
-//                      attribute of the arch tags avx2, avx512bw and neon_dotprod
+//   HEDGE_TARGET_AVX2, HEDGE_TARGET_AVX512, HEDGE_TARGET_AVX512VNNI, HEDGE_TARGET_DOTPROD:
+//                      the function attribute of the arch tags avx2, avx512bw, avx512vnni
+//                      and neon_dotprod
 //
 // HEDGE_NO_SIMD (CMake option of the same name) compiles the scalar path only: a
 // firmware build, or a binary for a CPU whose features cannot be trusted.
@@ -38,6 +39,9 @@
 #define HEDGE_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 // Skylake-SP / Zen 4: AVX-512 F, BW, VL and DQ on top of AVX2.
 #define HEDGE_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+// Cascade Lake / Zen 4: AVX-512 with VNNI (vpdpbusd, the int8 dot product).
+#define HEDGE_TARGET_AVX512VNNI \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #endif
 
 #if HEDGE_SIMD_NEON

@@ -9,16 +9,20 @@
 //     format into caller workspace (rows split over the executor);
 //  2. compute: the executor splits the weight rows (8-row groups for the
 //     interleaved layout); each part walks the activation rows in chunks that
-//     stay in L2 and runs the arch's register-tiled microkernel, 8 weight rows
-//     x up to 4 activation rows (matmul/avx2_interleaved.hpp). The GGUF layout
-//     splits 16-row weight slices; Q4_K has a microkernel of 1 weight row x 4
-//     activation rows and F32/F16/BF16 one of 4 weight rows x 2 activation
-//     rows (matmul/avx2_gemm.hpp); Q4_0/Q8_0 run their GEMV row kernel per
-//     activation row over the slice, which stays in L1 (repack them, and
-//     Q4_K, for prefill);
+//     stay in L2 and runs the arch's register-tiled microkernel: 8 weight rows
+//     x up to 4 activation rows (matmul/avx2_interleaved.hpp), or, where the
+//     arch has a tile spanning several groups (`gemm_groups`), 16 weight rows
+//     x up to 8 activation rows (AVX-512 VNNI, matmul/avx512_interleaved.hpp).
+//     The GGUF layout splits 16-row weight slices; Q4_K has a microkernel of
+//     1 weight row x 4 activation rows and F32/F16/BF16 one of 4 weight rows x
+//     2 activation rows (matmul/avx2_gemm.hpp); Q4_0/Q8_0 pack the slice into
+//     the interleaved layout on the fly on AVX-512 VNNI, and elsewhere run
+//     their GEMV row kernel per activation row over the slice, which stays in
+//     L1 (repack them, and Q4_K, for prefill);
 //  3. the epilogue is the store: Y(m, n) holds the finished dot product.
 // Each Y(m, n) depends only on row m of X and row n of W, so results are the
-// same for any thread count, and GEMM row m equals GEMV of X row m.
+// same for any thread count, and GEMM row m equals GEMV of X row m (the
+// GGUF-layout Q4_0/Q8_0 GEMM on AVX-512 VNNI equals the interleaved GEMV).
 #pragma once
 
 #include <algorithm>
@@ -34,6 +38,7 @@
 #include "hedge/core/view.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/matmul/avx2_gemm.hpp"
+#include "hedge/kernels/matmul/avx512_interleaved.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
@@ -152,10 +157,20 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
     executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
       for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
         const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
-        for (std::size_t g = begin; g < end; ++g) {
-          const std::size_t valid = std::min(interleave_rows, w.rows() - g * interleave_rows);
-          matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
-                             y.row(m0).data() + g * interleave_rows, y.stride(), valid);
+        const std::size_t first = begin * interleave_rows;
+        const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
+        if constexpr (requires {
+                        matmul::gemm_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), rows + m0,
+                                            count, y.row(m0).data() + first, y.stride(), valid);
+                      }) {
+          matmul::gemm_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), rows + m0, count,
+                              y.row(m0).data() + first, y.stride(), valid);
+        } else {
+          for (std::size_t g = begin; g < end; ++g) {
+            const std::size_t group_rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
+            matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
+                               y.row(m0).data() + g * interleave_rows, y.stride(), group_rows);
+          }
         }
       }
     });

@@ -23,13 +23,18 @@
 // repacked matrices, whose interleaved copy is laid out end to end, a copy of the
 // plain-layout ones with `llama_fusion::all`. The copies live in one weight arena
 // (`llama_weight_arena_bytes`, the model's or the caller's); the file's tensors they
-// replace are not read again. The embedding stays in the file's layout (row lookups),
-// unless it is also the classifier and was repacked as such.
+// replace are not read again, and make() reports each one's bytes as soon as it is packed
+// (its `released` callback), so the owner of a mapped file can drop their pages
+// (os::mapped_file::release) and the resident set holds the copy alone. The embedding
+// stays in the file's layout (row lookups), unless it is also the classifier and was
+// repacked as such.
 //
 // Executor synchronisations (parallel_for calls) per decoded token, L layers: one per
 // matrix-vector product and one for attention: 5 L + 1 with Q/K/V and gate/up fused,
-// 8 L + 1 without. Per prefill chunk: each GEMM makes two (activation packing, product),
-// attention one: 9 L + 1 fused, 15 L + 1 without.
+// 8 L + 1 without; fewer where a product or the attention is too small to share
+// (`llama_options::parallel_min_bytes`: those run on the calling thread). Per prefill
+// chunk: each GEMM makes two (activation packing, product), attention one: 9 L + 1 fused,
+// 15 L + 1 without.
 //
 // Templates: the weight formats compiled in (model/weights.hpp), the KV element (kv/element.hpp)
 // and where the cache lives (core/storage.hpp); the executor is per call. Every size is
@@ -54,6 +59,7 @@
 #include "hedge/attention/decode.hpp"
 #include "hedge/attention/prefill.hpp"
 #include "hedge/core/executor.hpp"
+#include "hedge/core/function_ref.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
 #include "hedge/kernels/activation.hpp"
@@ -69,15 +75,16 @@ namespace hedge::model {
 enum class llama_repack {
   none,    ///< every matrix in the file's layout
   decode,  ///< Q4_0 and Q4_K: their interleaved GEMV and GEMM both outrun the file layout's
-  all,     ///< also Q8_0, whose interleaved GEMM prefills faster but whose file-layout GEMV
-           ///< decodes as fast or faster (AVX2)
+  all,     ///< also Q8_0, whose file-layout GEMV decodes faster (AVX2, AVX-512) and whose
+           ///< file-layout GEMM packs its weights on the fly where that pays (AVX-512 VNNI)
 };
 
 /// Which projections become one matrix (Q/K/V; gate/up) when their formats and row lengths match.
 enum class llama_fusion {
   none,      ///< every projection its own matrix
   repacked,  ///< those repacked anyway: free (their interleaved copies are laid end to end)
-  all,       ///< also plain-layout ones, copied into the weight arena (their bytes once more)
+  all,       ///< also plain-layout ones, copied into the weight arena (their bytes once more,
+             ///< unless the caller drops the file's pages: make()'s `released`)
 };
 
 /// Run-time choices of a model instance.
@@ -88,6 +95,11 @@ struct llama_options {
   std::size_t max_prefill = 64;  ///< prompt rows run through the layers together; longer prompts go in chunks
   llama_repack repack = llama_repack::decode;
   llama_fusion fuse = llama_fusion::repacked;
+  /// A decode step's matrix-vector product over fewer weight bytes than this, or its
+  /// attention over fewer KV bytes (counted at f32), runs on the calling thread: waking a
+  /// worker costs more than sharing so little work saves, and on a busy machine far more
+  /// (docs/model.md, "Small models"). 0: every one goes to the executor.
+  std::size_t parallel_min_bytes = 256 * 1024;
   std::span<std::byte> weight_arena = {};  ///< llama_weight_arena_bytes, 64-byte aligned; empty: the model allocates it
 };
 
@@ -139,13 +151,29 @@ struct layer_matrices {
 
 inline constexpr std::size_t weight_arena_alignment = 64;
 
+/// Called with byte ranges of the weights the model no longer reads.
+using released_bytes = function_ref<void(std::span<const std::byte>)>;
+
+/// Bytes of `m` in the file's layout.
+template <class Formats>
+std::size_t stored_bytes(const weight_matrix& m) {
+  std::size_t bytes = 0;
+  static_cast<void>(model::visit_format<Formats>(m.type, [&](auto format) -> result<void> {
+    bytes = m.rows * quant::row_bytes<decltype(format)>(m.cols);
+    return ok();
+  }));
+  return bytes;
+}
+
 /// Decides, for every projection, whether it is packed into the weight arena (repacked,
-/// fused) or stays a view of the weights, and packs it when the arena is given; without
-/// one it only counts the bytes.
+/// fused) or stays a view of the weights, and packs it when the arena is given (telling
+/// `released`, when given, the bytes of the matrices it replaced); without one it only
+/// counts the bytes.
 template <class Formats>
 class weight_arranger {
  public:
-  weight_arranger(const llama_options& options, std::byte* arena) noexcept : options_(options), arena_(arena) {}
+  weight_arranger(const llama_options& options, std::byte* arena, const released_bytes* released = nullptr) noexcept
+      : options_(options), arena_(arena), released_(released) {}
 
   result<projection> place(std::initializer_list<weight_matrix> matrices) {
     const std::span<const weight_matrix> parts(matrices.begin(), matrices.size());
@@ -193,6 +221,8 @@ class weight_arranger {
       auto packed = pack_matrices<Formats>(parts, interleave, {arena_ + used_, bytes});
       if (!packed) return packed.error();
       p.parts[0] = *packed;
+      if (released_ != nullptr)
+        for (const weight_matrix& m : parts) (*released_)({m.data, stored_bytes<Formats>(m)});
     }
     used_ += bytes;
     return p;
@@ -200,6 +230,7 @@ class weight_arranger {
 
   const llama_options& options_;
   std::byte* arena_;
+  const released_bytes* released_;
   std::size_t used_ = 0;
 };
 
@@ -261,6 +292,14 @@ class llama {
   /// Checks the weights against their config, packs the repacked and fused matrices, and
   /// sets up the cache and scratch (the only allocations). `weights` must outlive the model.
   static result<llama> make(const llama_weights& weights, const llama_options& options = {}) noexcept {
+    return make(weights, options, [](std::span<const std::byte>) {});
+  }
+
+  /// As above, and calls `released` with the bytes of each of the weights' matrices as soon
+  /// as its packed copy is made: the model never reads them again (the caller may drop
+  /// their pages: os::mapped_file::release). Not called after make() returns.
+  static result<llama> make(const llama_weights& weights, const llama_options& options,
+                            detail::released_bytes released) noexcept {
     const auto& c = weights.config;
     HEDGE_TRY(c.check());
     HEDGE_TRY(check_shapes(weights));
@@ -275,7 +314,7 @@ class llama {
     m.weights_ = &weights;
     m.options_ = options;
     if (m.options_.context == 0) m.options_.context = c.context_length;
-    HEDGE_TRY(m.arrange(weights));
+    HEDGE_TRY(m.arrange(weights, released));
     m.sizes_ = llama_scratch<Formats>(c, options.max_threads, options.max_prefill);
     auto cache = cache_type::make(kv::kv_dynamic_shape{c.n_layers, c.n_kv_heads, c.head_dim()},
                                   kv::kv_config{.max_sequences = options.max_sessions, .max_tokens = m.options_.context});
@@ -389,7 +428,10 @@ class llama {
     const auto gate = gate_up.subview(0, hidden), up = gate_up.subview(hidden, hidden);
     const vector_view<float> attention_workspace(p, sizes_.attention_floats);
     const std::span<std::byte> ws(workspace_.data(), sizes_.gemv_workspace_bytes);
+    exec::serial serial;
     const auto matmul = [&](const weight_matrix& m, vector_view<const float> in, vector_view<float> out) {
+      if (detail::stored_bytes<Formats>(m) < options_.parallel_min_bytes)
+        return matvec<Formats>(m, in, out, ws, serial);
       return matvec<Formats>(m, in, out, ws, executor);
     };
     const auto project = [&](const detail::projection& m, vector_view<const float> in,
@@ -417,8 +459,14 @@ class llama {
       HEDGE_TRY(cache_.write(s, l, pos, k.span(), v.span()));
       auto seen = cache_.view(s);
       if (!seen) return seen.error();
-      const std::size_t splits = attention::decode_splits(c.n_kv_heads, pos + 1, threads);
-      HEDGE_TRY(attention::decode_attention(*seen, l, q, att, params, attention_workspace, executor, splits));
+      // K and V of every position so far, counted at f32 (a quantized cache reads less).
+      const std::size_t kv_bytes = 2 * kv_dim * (pos + 1) * sizeof(float);
+      if (threads == 1 || kv_bytes < options_.parallel_min_bytes) {
+        HEDGE_TRY(attention::decode_attention(*seen, l, q, att, params, attention_workspace, serial, 1));
+      } else {
+        const std::size_t splits = attention::decode_splits(c.n_kv_heads, pos + 1, threads);
+        HEDGE_TRY(attention::decode_attention(*seen, l, q, att, params, attention_workspace, executor, splits));
+      }
       HEDGE_TRY(matmul(layer.wo, att, o));
       kernels::add(x, o, x);
       // Feed-forward block (SwiGLU).
@@ -515,7 +563,7 @@ class llama {
   }
 
   /// Packs the repacked and fused matrices into the weight arena (the caller's or a new one).
-  result<void> arrange(const llama_weights& w) {
+  result<void> arrange(const llama_weights& w, detail::released_bytes released) {
     auto bytes = llama_weight_arena_bytes<Formats>(w, options_);
     if (!bytes) return bytes.error();
     arena_bytes_ = *bytes;
@@ -533,7 +581,7 @@ class llama {
       arena_ = std::move(*owned);
       arena = arena_.data();
     }
-    detail::weight_arranger<Formats> arranger(options_, arena);
+    detail::weight_arranger<Formats> arranger(options_, arena, &released);
     layers_.reserve(w.layers.size());
     HEDGE_TRY(detail::arrange_weights(w, arranger, &layers_, &output_));
     const bool shared = w.output.data == w.token_embedding.data;

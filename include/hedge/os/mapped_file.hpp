@@ -1,10 +1,23 @@
-// hedge/os/mapped_file.hpp: a file mapped read-only into memory, for the model readers
+// hedge/os/mapped_file.hpp: memory mapped from the OS for a model: a file mapped read-only
 // (model/gguf.hpp parses the mapped bytes in place: weights are paged in on first use and
-// shared with every process mapping the same file).
+// shared with every process mapping the same file), and anonymous memory on transparent
+// huge pages for the weights a model repacks at load (llama_options::weight_arena).
 //
 // POSIX mmap; RAII and move-only. Errors name the file and the OS's reason. A zero-size
 // file maps to an empty span (mmap rejects a zero length), and a directory or another
 // non-regular file is an error before any mapping.
+//
+// `mapped_file::release` drops the resident pages of a range the process no longer reads
+// (madvise MADV_DONTNEED: for a private read-only file mapping the pages are simply
+// unmapped; a later read faults them in again from the page cache, so it is only a hint
+// about residency, never about contents). A model that repacked a tensor into its arena
+// reports the tensor's bytes (llama::make's `released` callback), and the owner of the
+// mapping releases them, so the resident set holds one copy of those weights, not two.
+//
+// `mapped_memory` asks for huge pages (MADV_HUGEPAGE) because weights streamed at DRAM
+// bandwidth from 4 KiB pages decoded about 8% slower here (docs/model.md): the file's own
+// pages are already large folios in the page cache, an operator new buffer of the same
+// bytes is not, unless the kernel's THP mode is "always".
 #pragma once
 
 #include <fcntl.h>
@@ -74,11 +87,74 @@ class mapped_file {
   }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
+  /// Drops the resident pages wholly inside `range` (a part of bytes(); the partial pages
+  /// at its ends stay, since neighbouring data may share them). The bytes stay readable.
+  /// Returns the bytes released.
+  std::size_t release(std::span<const std::byte> range) const noexcept {
+    const auto begin = reinterpret_cast<std::uintptr_t>(range.data());
+    const auto base = reinterpret_cast<std::uintptr_t>(data_);
+    if (range.empty() || begin < base || begin + range.size() > base + size_) return 0;
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + range.size()) / page * page;
+    if (last <= first) return 0;
+    if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+    return last - first;
+  }
+
  private:
   static error close_with(int fd, const std::string& path, const char* what, int reason) noexcept {
     ::close(fd);
     return error{errc::io_error} << what << path << ": " << std::strerror(reason);
   }
+  void unmap() noexcept {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// Zeroed anonymous memory, page aligned, on transparent huge pages where the kernel
+/// grants them (see the file comment); RAII and move-only.
+class mapped_memory {
+ public:
+  mapped_memory() noexcept = default;
+  mapped_memory(const mapped_memory&) = delete;
+  mapped_memory& operator=(const mapped_memory&) = delete;
+  mapped_memory(mapped_memory&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  mapped_memory& operator=(mapped_memory&& other) noexcept {
+    if (this != &other) {
+      unmap();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~mapped_memory() { unmap(); }
+
+  /// `bytes` of memory (none for 0). The huge-page advice is best effort: a kernel
+  /// without THP leaves 4 KiB pages, which is not an error.
+  static result<mapped_memory> allocate(std::size_t bytes) noexcept {
+    mapped_memory m;
+    if (bytes == 0) return m;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return error{errc::out_of_memory} << "cannot map " << bytes << " bytes: " << std::strerror(errno);
+#ifdef MADV_HUGEPAGE
+    static_cast<void>(::madvise(p, bytes, MADV_HUGEPAGE));
+#endif
+    m.data_ = p;
+    m.size_ = bytes;
+    return m;
+  }
+
+  [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {static_cast<std::byte*>(data_), size_}; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
   void unmap() noexcept {
     if (data_ != nullptr) ::munmap(data_, size_);
     data_ = nullptr;

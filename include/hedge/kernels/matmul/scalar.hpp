@@ -118,6 +118,12 @@ HEDGE_OVERLOAD_SET(gemm_rows);
 /// with one activation row per group.
 HEDGE_OVERLOAD_SET(gemv_groups);
 
+/// Likewise `gemm_groups(arch tag, format, first group, groups, blocks,
+/// activation rows, count, y, y_stride, valid rows)`: a GEMM kernel over a run
+/// of interleaved groups whose tile spans several groups, where an arch has one
+/// (AVX-512 VNNI); gemm.hpp otherwise runs gemm_group per group.
+HEDGE_OVERLOAD_SET(gemm_groups);
+
 /// Y[m][r] = <row r of the interleaved group, activation row m> for m < rows,
 /// r < valid: each row is first restored to its GGUF block, so the result is
 /// bit-identical to the plain reference above.

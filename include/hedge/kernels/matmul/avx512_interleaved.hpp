@@ -1,0 +1,295 @@
+// hedge/kernels/matmul/avx512_interleaved.hpp: AVX-512 VNNI kernels for the 8-row
+// interleaved Q4_0 and Q8_0 layouts (repack.hpp): the GEMM of prefill, the GEMV of
+// decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the fly.
+//
+// A 512-bit vector holds two consecutive groups (16 weight rows, whose outputs
+// are 16 consecutive floats of Y): quad j of group g in the low half and of
+// group g + 1 in the high half (one 32-byte load, one 32-byte insert). Each
+// activation row broadcasts its 4 int8 values of quad j to the 16 lanes, and
+// one vpdpbusd (u8 x s8, four products summed into each int32 lane) does the
+// work of the AVX2 kernel's vpmaddubsw + vpaddw (+ vpmaddwd) on twice the
+// lanes:
+//
+//   Q4_0: vpdpbusd(nibbles, x); minus 8 * sum(x) per block (prepared with the
+//         activation), cvt, fma with d_w[16] * d_x
+//   Q8_0: vpdpbusd(|w|, x negated where w < 0) (AVX-512 has no vpsignb: a
+//         masked subtract from zero by the sign mask of w), cvt, fma
+//
+// GEMM tile: 2 groups x M activation rows (M = 8, then 4, 2, 1), with two int32
+// accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
+// hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
+// zmm registers at M = 8. GEMV tile: 4 groups (two pairs, four DRAM streams as
+// in the AVX2 GEMV, with its prefetch) x 1 row. A lone group or one with
+// padding rows runs the AVX2 kernel.
+//
+// Bit-identical to the AVX2 kernels: the int32 block sums are exact in both
+// (the AVX2 int16 partial sums cannot saturate, see avx2_interleaved.hpp), and
+// the float epilogue is the same operations in the same order per lane. So
+// GEMM row m still equals GEMV of row m, for any thread count.
+#pragma once
+
+#include "hedge/compiler/intrinsics.hpp"
+#include "hedge/compiler/unroll.hpp"
+
+#if HEDGE_SIMD_X86
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "hedge/core/arch.hpp"
+#include "hedge/kernels/matmul/activation.hpp"
+#include "hedge/kernels/matmul/avx2_interleaved.hpp"
+#include "hedge/kernels/repack.hpp"
+#include "hedge/quant/q4_0.hpp"
+#include "hedge/quant/q8_0.hpp"
+
+namespace hedge::kernels::matmul {
+
+namespace avx512 {
+
+/// 4 int8 values broadcast to the 16 int32 lanes.
+HEDGE_TARGET_AVX512VNNI inline __m512i broadcast_quad(const std::int8_t* p) noexcept {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+/// Bytes [32 j, 32 j + 32) of block b of two consecutive groups: group 0's in
+/// the low half, group 1's in the high half.
+template <class Block>
+HEDGE_TARGET_AVX512VNNI inline __m512i load_pair(const Block& b0, const Block& b1, int j) noexcept {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0.qs + 32 * j));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1.qs + 32 * j));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/// The 16 rows' scales of block b (group 0's rows, then group 1's).
+template <class Block>
+HEDGE_TARGET_AVX512VNNI inline __m512 scales_pair(const Block& b0, const Block& b1) noexcept {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.d));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.d));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/// Where a tile's results go: pair p's 16 rows at y[16 p ..] of each activation row's
+/// output, the first `valid` of the P * 16 rows. With `accumulate` the tile continues
+/// the sums already there (the next blocks of K), else it starts from zero.
+struct tile_out {
+  float* y;
+  std::size_t y_stride;
+  std::size_t valid;
+  bool accumulate = false;
+};
+
+HEDGE_TARGET_AVX512VNNI inline __mmask16 pair_mask(const tile_out& out, int p) noexcept {
+  const std::size_t first = 2 * interleave_rows * static_cast<std::size_t>(p);
+  const std::size_t rows = out.valid <= first ? 0 : out.valid - first;
+  return rows >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << rows) - 1u);
+}
+
+template <int P, int M>
+HEDGE_TARGET_AVX512VNNI inline void load_tile(__m512 (&acc)[P][M], const tile_out& out) noexcept {
+  for (int p = 0; p < P; ++p) {
+    const __mmask16 mask = pair_mask(out, p);
+    for (int m = 0; m < M; ++m) {
+      acc[p][m] = out.accumulate ? _mm512_maskz_loadu_ps(mask, out.y + static_cast<std::size_t>(m) * out.y_stride +
+                                                                   2 * interleave_rows * static_cast<std::size_t>(p))
+                                 : _mm512_setzero_ps();
+    }
+  }
+}
+
+template <int P, int M>
+HEDGE_TARGET_AVX512VNNI inline void store_tile(const __m512 (&acc)[P][M], const tile_out& out) noexcept {
+  for (int p = 0; p < P; ++p) {
+    const __mmask16 mask = pair_mask(out, p);
+    for (int m = 0; m < M; ++m) {
+      _mm512_mask_storeu_ps(out.y + static_cast<std::size_t>(m) * out.y_stride +
+                                2 * interleave_rows * static_cast<std::size_t>(p),
+                            mask, acc[p][m]);
+    }
+  }
+}
+
+/// P pairs of groups (pair p: groups 2p, 2p + 1 from `group`) x M activation rows.
+template <int M, int P>
+HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
+                                       const activation_row<quant::q4_0>* x, std::size_t x_block,
+                                       const tile_out& out) noexcept {
+  __m512 acc[P][M];
+  load_tile(acc, out);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
+      const auto& b0 = group[2 * static_cast<std::size_t>(p) * blocks + b];
+      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * blocks + b];
+      if constexpr (M == 1) {  // GEMV: weights from DRAM
+        avx2::prefetch_ahead(b0);
+        avx2::prefetch_ahead(b1);
+      }
+      __m512i even[M], odd[M];
+      for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
+      HEDGE_UNROLL(4)
+      for (int j = 0; j < 4; ++j) {
+        const __m512i q = load_pair(b0, b1, j);
+        const __m512i lo = _mm512_and_si512(q, low4);                         // values 4j .. 4j+3
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+        for (int m = 0; m < M; ++m) {
+          const std::int8_t* xq = x[m].blocks[x_block + b].qs;
+          even[m] = _mm512_dpbusd_epi32(even[m], lo, broadcast_quad(xq + 4 * j));
+          odd[m] = _mm512_dpbusd_epi32(odd[m], hi, broadcast_quad(xq + 16 + 4 * j));
+        }
+      }
+      const __m512 dw = scales_pair(b0, b1);
+      for (int m = 0; m < M; ++m) {
+        const __m512i dot =
+            _mm512_sub_epi32(_mm512_add_epi32(even[m], odd[m]), _mm512_set1_epi32(x[m].offsets[x_block + b]));
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[x_block + b]));
+        acc[p][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[p][m]);
+      }
+    }
+  }
+  store_tile(acc, out);
+}
+
+template <int M, int P>
+HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
+                                       const activation_row<quant::q8_0>* x, std::size_t x_block,
+                                       const tile_out& out) noexcept {
+  __m512 acc[P][M];
+  load_tile(acc, out);
+  const __m512i zero = _mm512_setzero_si512();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (int p = 0; p < P; ++p) {
+      const auto& b0 = group[2 * static_cast<std::size_t>(p) * blocks + b];
+      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * blocks + b];
+      if constexpr (M == 1) {  // GEMV: weights from DRAM
+        avx2::prefetch_ahead(b0);
+        avx2::prefetch_ahead(b1);
+      }
+      __m512i even[M], odd[M];
+      for (int m = 0; m < M; ++m) even[m] = odd[m] = zero;
+      HEDGE_UNROLL(4)
+      for (int j = 0; j < 8; j += 2) {
+        const __m512i w0 = load_pair(b0, b1, j), w1 = load_pair(b0, b1, j + 1);
+        const __mmask64 neg0 = _mm512_movepi8_mask(w0), neg1 = _mm512_movepi8_mask(w1);
+        const __m512i mag0 = _mm512_abs_epi8(w0), mag1 = _mm512_abs_epi8(w1);
+        for (int m = 0; m < M; ++m) {
+          const std::int8_t* xq = x[m].blocks[x_block + b].qs + 4 * j;
+          const __m512i x0 = broadcast_quad(xq), x1 = broadcast_quad(xq + 4);
+          even[m] = _mm512_dpbusd_epi32(even[m], mag0, _mm512_mask_sub_epi8(x0, neg0, zero, x0));
+          odd[m] = _mm512_dpbusd_epi32(odd[m], mag1, _mm512_mask_sub_epi8(x1, neg1, zero, x1));
+        }
+      }
+      const __m512 dw = scales_pair(b0, b1);
+      for (int m = 0; m < M; ++m) {
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[x_block + b]));
+        acc[p][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[m], odd[m])), scale, acc[p][m]);
+      }
+    }
+  }
+  store_tile(acc, out);
+}
+
+/// `rows` activation rows against two groups (blocks [x_block, x_block + blocks) of
+/// the activation): tiles of 8, 4, 2, then 1 rows.
+template <class W>
+HEDGE_TARGET_AVX512VNNI void pair_rows(const typename interleaved<W>::block* group, std::size_t blocks,
+                                       const activation_row<W>* x, std::size_t x_block, std::size_t rows,
+                                       tile_out out) noexcept {
+  const auto at = [&](std::size_t m) {
+    tile_out o = out;
+    o.y += m * out.y_stride;
+    return o;
+  };
+  std::size_t m = 0;
+  for (; m + 8 <= rows; m += 8) pair_tile<8, 1>(group, blocks, x + m, x_block, at(m));
+  if (m + 4 <= rows) {
+    pair_tile<4, 1>(group, blocks, x + m, x_block, at(m));
+    m += 4;
+  }
+  if (m + 2 <= rows) {
+    pair_tile<2, 1>(group, blocks, x + m, x_block, at(m));
+    m += 2;
+  }
+  if (m < rows) pair_tile<1, 1>(group, blocks, x + m, x_block, at(m));
+}
+
+}  // namespace avx512
+
+/// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
+/// VNNI, Q4_0 and Q8_0: tiles of 4 full groups (4 DRAM streams, as the AVX2
+/// GEMV), then 2; a lone or partial group on the AVX2 kernel.
+template <Interleavable W>
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
+void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
+                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
+  std::size_t g = 0;
+  for (; g + 4 <= groups && (g + 4) * interleave_rows <= valid; g += 4) {
+    avx512::pair_tile<1, 2>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 4 * interleave_rows});
+  }
+  for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
+    avx512::pair_tile<1, 1>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
+  }
+  if (g < groups) {
+    avx2::gemv_group_run<W>(group + g * blocks, groups - g, blocks, x, y + g * interleave_rows,
+                            valid - g * interleave_rows);
+  }
+}
+
+/// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
+/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0 and Q8_0: pairs
+/// of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
+template <Interleavable W>
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
+void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
+                 std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
+                 std::size_t valid) noexcept {
+  std::size_t g = 0;
+  for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
+    avx512::pair_rows<W>(group + g * blocks, blocks, x, 0, rows,
+                         {y + g * interleave_rows, y_stride, 2 * interleave_rows});
+  }
+  for (; g < groups; ++g) {
+    const std::size_t first = g * interleave_rows;
+    const std::size_t left = valid - first < interleave_rows ? valid - first : interleave_rows;
+    avx2::group_rows<W>(group + g * blocks, blocks, x, rows, y + first, y_stride, left);
+  }
+}
+
+/// Y[m][r] for every weight row r of a GGUF-layout slice of at most 16 rows and
+/// activation row m < rows, AVX-512 VNNI, Q4_0 and Q8_0: the slice is packed into the
+/// interleaved layout on the fly, `pack_blocks` blocks of K at a time, in a buffer on
+/// the stack (17 KiB for Q8_0) that stays in L1 while every activation row passes over
+/// it; each chunk continues the sums of the one before. The packing is one pass over
+/// the slice's bytes per call, against a tile's pass per 8 activation rows. Rows past
+/// the slice's end are zero blocks, never stored. The result equals the interleaved
+/// GEMM bit for bit (not the GGUF-layout GEMV, whose lanes sum in another order).
+template <class W>
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
+void gemm_rows(arch::avx512vnni, W, matrix_view<const typename W::block> w, const activation_row<W>* x,
+               std::size_t rows, float* y, std::size_t y_stride) noexcept {
+  constexpr std::size_t pack_blocks = 32;
+  using packed_block = typename interleaved<W>::block;
+  packed_block packed[2 * pack_blocks];
+  const std::size_t valid = w.rows() < 2 * interleave_rows ? w.rows() : 2 * interleave_rows;
+  for (std::size_t first = 0; first < w.cols(); first += pack_blocks) {
+    const std::size_t n = w.cols() - first < pack_blocks ? w.cols() - first : pack_blocks;
+    for (std::size_t g = 0; g < 2; ++g) {
+      for (std::size_t b = 0; b < n; ++b) {
+        packed_block& dst = packed[g * n + b];
+        for (std::size_t r = 0; r < interleave_rows; ++r) {
+          const std::size_t row = g * interleave_rows + r;
+          interleaved<W>::pack(dst, r, row < valid ? w(row, first + b) : typename W::block{});
+        }
+      }
+    }
+    avx512::pair_rows<W>(packed, n, x, first, rows, {y, y_stride, valid, first > 0});
+  }
+}
+
+}  // namespace hedge::kernels::matmul
+
+#endif
