@@ -132,12 +132,14 @@ TEST(ApiKey, LoadTriesTheConventionalPlacesInOrder) {
   ::unsetenv("HEDGE_API_KEY");
   ::unsetenv("OPENAI_API_KEY");
   ::unsetenv("HEDGE_API_KEY_FILE");
+  EXPECT_FALSE(hedge::os::api_key_configured());
   auto key = hedge::os::load_api_key();
   ASSERT_FALSE(key);
   EXPECT_NE(key.error().message().find("HEDGE_API_KEY_FILE"), std::string_view::npos);
 
   const key_file file("sk-from-file\n", 0600);
   ::setenv("HEDGE_API_KEY_FILE", file.path.c_str(), 1);
+  EXPECT_TRUE(hedge::os::api_key_configured());
   key = hedge::os::load_api_key();
   ASSERT_TRUE(key) << key.error().message();
   EXPECT_EQ(key->reveal(), "sk-from-file");

@@ -24,6 +24,10 @@ check() { # check DESCRIPTION COMMAND...
 "$chat" --url http://127.0.0.1:1 -i x > /dev/null 2> "$work/refused.txt"
 check "a refused connection exits 1" [ $? -eq 1 ]
 check "a refused connection says so" grep -q "cannot connect" "$work/refused.txt"
+HEDGE_API_KEY=$'bad\nkey' "$chat" --url http://127.0.0.1:1 -i x > /dev/null 2> "$work/badkey.txt"
+check "a malformed API key in the environment exits 1 before any request" [ $? -eq 1 ]
+check "a malformed API key is refused without being shown" \
+  bash -c "grep -q 'HEDGE_API_KEY' '$work/badkey.txt' && ! grep -q 'bad' '$work/badkey.txt' && ! grep -q 'cannot connect' '$work/badkey.txt'"
 
 model=$models/stories260K.gguf
 if [ ! -f "$model" ]; then

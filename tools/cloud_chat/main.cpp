@@ -145,10 +145,10 @@ int main(int argc, char** argv) {
   if (!o.has_prompt) o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 
   std::optional<os::api_key> key;
-  if (o.use_key) {
-    if (auto loaded = os::load_api_key()) key = std::move(*loaded);
-    else if (std::getenv("HEDGE_API_KEY") || std::getenv("OPENAI_API_KEY") || std::getenv("HEDGE_API_KEY_FILE"))
-      return std::fprintf(stderr, "hedge-cloud-chat: %s\n", loaded.error().c_str()), 1;
+  if (o.use_key && os::api_key_configured()) {
+    auto loaded = os::load_api_key();
+    if (!loaded) return std::fprintf(stderr, "hedge-cloud-chat: %s\n", loaded.error().c_str()), 1;
+    key = std::move(*loaded);
   }
 
   os::curl_transport transport(os::curl_transport_options{.base_url = o.url, .ca_file = o.ca_file});

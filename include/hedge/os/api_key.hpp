@@ -158,12 +158,25 @@ inline result<api_key> api_key_from_file(const std::string& path,
   return key;
 }
 
+/// The variables load_api_key reads, in order: two that hold the key, then one that names a
+/// file holding it.
+inline constexpr const char* api_key_variables[] = {"HEDGE_API_KEY", "OPENAI_API_KEY"};
+inline constexpr const char* api_key_file_variable = "HEDGE_API_KEY_FILE";
+
+/// Whether any of load_api_key's variables is set: a caller that may go without a key (a
+/// loopback server) asks this first, and reports load_api_key's error only when it is.
+inline bool api_key_configured() noexcept {
+  for (const char* name : api_key_variables)
+    if (std::getenv(name) != nullptr) return true;
+  return std::getenv(api_key_file_variable) != nullptr;
+}
+
 /// The conventional places, in order: $HEDGE_API_KEY, $OPENAI_API_KEY, then the file named by
 /// $HEDGE_API_KEY_FILE.
 inline result<api_key> load_api_key() noexcept {
-  for (const char* name : {"HEDGE_API_KEY", "OPENAI_API_KEY"})
+  for (const char* name : api_key_variables)
     if (std::getenv(name) != nullptr) return api_key_from_env(name);
-  if (const char* file = std::getenv("HEDGE_API_KEY_FILE")) return api_key_from_file(file);
+  if (const char* file = std::getenv(api_key_file_variable)) return api_key_from_file(file);
   return error{errc::invalid_argument} << "no API key: set HEDGE_API_KEY or OPENAI_API_KEY, or HEDGE_API_KEY_FILE to a file holding it";
 }
 

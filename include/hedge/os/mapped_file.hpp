@@ -37,14 +37,18 @@
 
 namespace hedge::os {
 
-class mapped_file {
+namespace detail {
+
+/// One mmap'ed region, unmapped when it goes: the RAII both mappings below share.
+class mapping {
  public:
-  mapped_file() noexcept = default;
-  mapped_file(const mapped_file&) = delete;
-  mapped_file& operator=(const mapped_file&) = delete;
-  mapped_file(mapped_file&& other) noexcept
+  mapping() noexcept = default;
+  mapping(void* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  mapping(const mapping&) = delete;
+  mapping& operator=(const mapping&) = delete;
+  mapping(mapping&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  mapped_file& operator=(mapped_file&& other) noexcept {
+  mapping& operator=(mapping&& other) noexcept {
     if (this != &other) {
       unmap();
       data_ = std::exchange(other.data_, nullptr);
@@ -52,8 +56,26 @@ class mapped_file {
     }
     return *this;
   }
-  ~mapped_file() { unmap(); }
+  ~mapping() { unmap(); }
 
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  void unmap() noexcept {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
+
+class mapped_file {
+ public:
   /// Maps the file at `path` read-only. The descriptor is closed once mapped: the mapping
   /// holds the file.
   static result<mapped_file> open(const std::string& path) noexcept {
@@ -74,8 +96,7 @@ class mapped_file {
     if (info.st_size > 0) {
       void* p = ::mmap(nullptr, static_cast<std::size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) return close_with(fd, path, "cannot map ", errno);
-      file.data_ = p;
-      file.size_ = static_cast<std::size_t>(info.st_size);
+      file.map_ = detail::mapping(p, static_cast<std::size_t>(info.st_size));
     }
     ::close(fd);
     return file;
@@ -83,17 +104,17 @@ class mapped_file {
 
   /// The file's bytes (empty for an empty file).
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
-    return {static_cast<const std::byte*>(data_), size_};
+    return {static_cast<const std::byte*>(map_.data()), map_.size()};
   }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
 
   /// Drops the resident pages wholly inside `range` (a part of bytes(); the partial pages
   /// at its ends stay, since neighbouring data may share them). The bytes stay readable.
   /// Returns the bytes released.
   std::size_t release(std::span<const std::byte> range) const noexcept {
     const auto begin = reinterpret_cast<std::uintptr_t>(range.data());
-    const auto base = reinterpret_cast<std::uintptr_t>(data_);
-    if (range.empty() || begin < base || begin + range.size() > base + size_) return 0;
+    const auto base = reinterpret_cast<std::uintptr_t>(map_.data());
+    if (range.empty() || begin < base || begin + range.size() > base + map_.size()) return 0;
     const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
     const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + range.size()) / page * page;
     if (last <= first) return 0;
@@ -106,35 +127,14 @@ class mapped_file {
     ::close(fd);
     return error{errc::io_error} << what << path << ": " << std::strerror(reason);
   }
-  void unmap() noexcept {
-    if (data_ != nullptr) ::munmap(data_, size_);
-    data_ = nullptr;
-    size_ = 0;
-  }
 
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
+  detail::mapping map_;
 };
 
 /// Zeroed anonymous memory, page aligned, on transparent huge pages where the kernel
 /// grants them (see the file comment); RAII and move-only.
 class mapped_memory {
  public:
-  mapped_memory() noexcept = default;
-  mapped_memory(const mapped_memory&) = delete;
-  mapped_memory& operator=(const mapped_memory&) = delete;
-  mapped_memory(mapped_memory&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  mapped_memory& operator=(mapped_memory&& other) noexcept {
-    if (this != &other) {
-      unmap();
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  ~mapped_memory() { unmap(); }
-
   /// `bytes` of memory (none for 0). The huge-page advice is best effort: a kernel
   /// without THP leaves 4 KiB pages, which is not an error.
   static result<mapped_memory> allocate(std::size_t bytes) noexcept {
@@ -146,23 +146,15 @@ class mapped_memory {
 #ifdef MADV_HUGEPAGE
     static_cast<void>(::madvise(p, bytes, MADV_HUGEPAGE));
 #endif
-    m.data_ = p;
-    m.size_ = bytes;
+    m.map_ = detail::mapping(p, bytes);
     return m;
   }
 
-  [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {static_cast<std::byte*>(data_), size_}; }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {static_cast<std::byte*>(map_.data()), map_.size()}; }
+  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
 
  private:
-  void unmap() noexcept {
-    if (data_ != nullptr) ::munmap(data_, size_);
-    data_ = nullptr;
-    size_ = 0;
-  }
-
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
+  detail::mapping map_;
 };
 
 }  // namespace hedge::os
