@@ -115,6 +115,16 @@ struct stories_gguf {
   gguf_file parsed = *gguf_file::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
 };
 
+/// stories260K re-quantized to `type` as hedge-quantize writes it: the new file's bytes.
+std::vector<std::byte> quantized_stories(const stories_gguf& g, hedge::quant::gguf_type type) {
+  gguf_writer writer;
+  quantized_storage storage;
+  std::vector<std::byte> bytes;
+  EXPECT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
+  EXPECT_TRUE(writer.write(bytes).ok());
+  return bytes;
+}
+
 std::vector<std::int32_t> greedy(const llama_weights& w, std::vector<std::int32_t> prompt, std::size_t count) {
   auto model = llama<>::make(w, {.context = 256});
   EXPECT_TRUE(model.ok()) << model.error().message();
@@ -166,13 +176,8 @@ TEST(LlamaForward, QuantizedFilesGiveLlamaCppsGreedyIds) {
   for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
                                    std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
                                    std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
-    gguf_writer writer;
-    quantized_storage storage;
-    ASSERT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
-    std::vector<std::byte> bytes;
-    ASSERT_TRUE(writer.write(bytes).ok());
-    std::vector<float> aligned((bytes.size() + 3) / 4);
-    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const auto bytes = quantized_stories(g, type);
+    const auto aligned = hedge::test::aligned_copy(bytes);
     const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
     ASSERT_TRUE(file.ok()) << file.error().message();
     const auto w = gguf_weights(*file);
@@ -297,13 +302,8 @@ TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
   for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
                                    std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
                                    std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
-    gguf_writer writer;
-    quantized_storage storage;
-    ASSERT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
-    std::vector<std::byte> bytes;
-    ASSERT_TRUE(writer.write(bytes).ok());
-    std::vector<float> aligned((bytes.size() + 3) / 4);
-    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    const auto bytes = quantized_stories(g, type);
+    const auto aligned = hedge::test::aligned_copy(bytes);
     const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
     ASSERT_TRUE(file.ok()) << file.error().message();
     const auto w = gguf_weights(*file);
@@ -337,13 +337,8 @@ TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
 TEST(LlamaForward, MakeReportsTheBytesItNoLongerReads) {
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
-  gguf_writer writer;
-  quantized_storage storage;
-  ASSERT_TRUE(quantize_gguf(g.parsed, hedge::quant::gguf_type::q4_0, writer, storage).ok());
-  std::vector<std::byte> bytes;
-  ASSERT_TRUE(writer.write(bytes).ok());
-  std::vector<float> aligned((bytes.size() + 3) / 4);
-  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  const auto bytes = quantized_stories(g, hedge::quant::gguf_type::q4_0);
+  auto aligned = hedge::test::aligned_copy(bytes);
   std::byte* const data = reinterpret_cast<std::byte*>(aligned.data());
   const auto file = gguf_file::parse({data, bytes.size()});
   ASSERT_TRUE(file.ok()) << file.error().message();
@@ -384,11 +379,7 @@ TEST(LlamaForward, AMappedFileWithItsPackedTensorsReleased) {
   // the packed tensors released; the logits are those of the model read from memory.
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
-  gguf_writer writer;
-  quantized_storage storage;
-  ASSERT_TRUE(quantize_gguf(g.parsed, hedge::quant::gguf_type::q4_0, writer, storage).ok());
-  std::vector<std::byte> bytes;
-  ASSERT_TRUE(writer.write(bytes).ok());
+  const auto bytes = quantized_stories(g, hedge::quant::gguf_type::q4_0);
   const std::string path = ::testing::TempDir() + "hedge_forward_released.gguf";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                               static_cast<std::streamsize>(bytes.size()));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,15 +16,21 @@ namespace hedge::test {
 /// ../shared/models/, where the real checkpoints and their reference outputs are.
 inline const std::string models_dir = std::string(shared_dir()) + "/models/";
 
+/// `bytes` copied into 4-byte aligned storage (the readers view floats in place), as a
+/// mapped file's bytes are aligned.
+inline std::vector<float> aligned_copy(std::span<const std::byte> bytes) {
+  std::vector<float> storage((bytes.size() + 3) / 4);
+  if (!bytes.empty()) std::memcpy(storage.data(), bytes.data(), bytes.size());
+  return storage;
+}
+
 /// A file's bytes in 4-byte aligned storage (the readers view floats in place); `bytes`
 /// receives the file's size.
 inline std::vector<float> read_aligned(const std::string& path, std::size_t& bytes) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> storage((raw.size() + 3) / 4);
-  if (!raw.empty()) std::memcpy(storage.data(), raw.data(), raw.size());
   bytes = raw.size();
-  return storage;
+  return aligned_copy(std::as_bytes(std::span<const char>(raw)));
 }
 
 }  // namespace hedge::test
