@@ -312,15 +312,29 @@ TEST(CurlTransport, TotalLimit) {
   EXPECT_LT(elapsed, 800.0);
 }
 
-/// Sets `flag` after `delay` on another thread, noting when. 325 ms falls mid-way between two
-/// of the transport's 50 ms wake-ups, not on one.
-std::thread cancel_after(std::atomic<bool>& flag, std::chrono::milliseconds delay,
-                         std::atomic<clock_type::time_point>& set_at) {
-  return std::thread([&flag, delay, &set_at] {
-    std::this_thread::sleep_for(delay);
+/// A send whose cancel flag another thread sets 325 ms in (mid-way between two of the
+/// transport's 50 ms wake-ups, not on one): its outcome, the pieces delivered, and how long
+/// after the flag was set the send returned.
+struct cancelled_send {
+  hedge::result<void> outcome;
+  int pieces = 0;
+  double latency_ms = 0;
+};
+
+cancelled_send send_cancelled_after_325ms(const fake_http_server& server) {
+  curl_transport transport(server.base_url());
+  recorder r;
+  std::atomic<bool> cancel{false};
+  std::atomic<clock_type::time_point> set_at{};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(325ms);
     set_at = clock_type::now();
-    flag = true;
+    cancel = true;
   });
+  auto outcome = transport.send(chat(), {}, r.sink(&cancel));
+  const auto returned = clock_type::now();
+  canceller.join();
+  return {outcome, r.pieces, std::chrono::duration<double, std::milli>(returned - set_at.load()).count()};
 }
 
 TEST(CurlTransport, CancelFlagStopsADripWithinAPollInterval) {
@@ -328,20 +342,12 @@ TEST(CurlTransport, CancelFlagStopsADripWithinAPollInterval) {
     c.send(sse_head);
     for (int i = 0; i < 100 && c.pause(30ms); ++i) c.send(chunk("data: x\n\n"));
   });
-  curl_transport transport(server.base_url());
-  recorder r;
-  std::atomic<bool> cancel{false};
-  std::atomic<clock_type::time_point> set_at{};
-  std::thread canceller = cancel_after(cancel, 325ms, set_at);
-  const auto outcome = transport.send(chat(), {}, r.sink(&cancel));
-  const auto returned = clock_type::now();
-  canceller.join();
-  const double latency = std::chrono::duration<double, std::milli>(returned - set_at.load()).count();
-  ASSERT_FALSE(outcome);
-  EXPECT_EQ(outcome.error().code(), errc::rejected);
-  EXPECT_NE(outcome.error().message().find("cancelled"), std::string_view::npos);
-  EXPECT_GT(r.pieces, 0);
-  EXPECT_LT(latency, 100.0);
+  const auto sent = send_cancelled_after_325ms(server);
+  ASSERT_FALSE(sent.outcome);
+  EXPECT_EQ(sent.outcome.error().code(), errc::rejected);
+  EXPECT_NE(sent.outcome.error().message().find("cancelled"), std::string_view::npos);
+  EXPECT_GT(sent.pieces, 0);
+  EXPECT_LT(sent.latency_ms, 100.0);
 }
 
 TEST(CurlTransport, CancelFlagStopsASilentServerWithinAPollInterval) {
@@ -349,19 +355,11 @@ TEST(CurlTransport, CancelFlagStopsASilentServerWithinAPollInterval) {
     c.send(sse_head);
     c.pause(5s);
   });
-  curl_transport transport(server.base_url());
-  recorder r;
-  std::atomic<bool> cancel{false};
-  std::atomic<clock_type::time_point> set_at{};
-  std::thread canceller = cancel_after(cancel, 325ms, set_at);
-  const auto outcome = transport.send(chat(), {}, r.sink(&cancel));
-  const auto returned = clock_type::now();
-  canceller.join();
-  const double latency = std::chrono::duration<double, std::milli>(returned - set_at.load()).count();
-  ASSERT_FALSE(outcome);
-  EXPECT_EQ(outcome.error().code(), errc::rejected);
-  EXPECT_LT(latency, 100.0);
-  std::printf("cancel flag honoured %.1f ms after it was set\n", latency);
+  const auto sent = send_cancelled_after_325ms(server);
+  ASSERT_FALSE(sent.outcome);
+  EXPECT_EQ(sent.outcome.error().code(), errc::rejected);
+  EXPECT_LT(sent.latency_ms, 100.0);
+  std::printf("cancel flag honoured %.1f ms after it was set\n", sent.latency_ms);
 }
 
 TEST(CurlTransport, CancelledBeforeSendingSendsNothing) {
