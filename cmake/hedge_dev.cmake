@@ -29,7 +29,8 @@ function(hedge_layer_dirs out root)
 endfunction()
 
 # hedge_find_http_libraries(): HEDGE_HAVE_CURL (libcurl, under os/http_transport.hpp) and
-# HEDGE_HAVE_HTTPLIB (cpp-httplib and rapidjson, under hedge-server) are ON when the library
+# HEDGE_HAVE_HTTPLIB (cpp-httplib, and rapidjson as the top level found it for hedge::hedge,
+# under hedge-server) are ON when the library
 # is found and its header compiles with this build's compiler, and the imported targets
 # CURL::libcurl and PkgConfig::HEDGE_HTTPLIB exist in the calling folder. A cross build
 # (scripts/matrix.sh's aarch64 cells) finds only the host's libraries, whose headers do not
@@ -42,13 +43,12 @@ macro(hedge_find_http_libraries)
   if(PkgConfig_FOUND AND NOT TARGET PkgConfig::HEDGE_HTTPLIB)
     pkg_check_modules(HEDGE_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
   endif()
-  find_path(HEDGE_RAPIDJSON_DIR rapidjson/document.h)
   if(CURL_FOUND)
     set(CMAKE_REQUIRED_INCLUDES ${CURL_INCLUDE_DIRS})
     check_include_file_cxx(curl/curl.h HEDGE_CURL_HEADER_COMPILES)
     unset(CMAKE_REQUIRED_INCLUDES)
   endif()
-  if(HEDGE_HTTPLIB_FOUND AND HEDGE_RAPIDJSON_DIR)
+  if(HEDGE_HTTPLIB_FOUND AND HEDGE_USES_RAPIDJSON)
     set(CMAKE_REQUIRED_INCLUDES ${HEDGE_HTTPLIB_INCLUDE_DIRS})
     set(CMAKE_REQUIRED_DEFINITIONS ${HEDGE_HTTPLIB_CFLAGS_OTHER})  # TLS and compression on, as linked
     check_include_file_cxx(httplib.h HEDGE_HTTPLIB_HEADER_COMPILES)
@@ -60,7 +60,7 @@ macro(hedge_find_http_libraries)
     set(HEDGE_HAVE_CURL ON)
   endif()
   set(HEDGE_HAVE_HTTPLIB OFF)
-  if(HEDGE_HTTPLIB_FOUND AND HEDGE_RAPIDJSON_DIR AND HEDGE_HTTPLIB_HEADER_COMPILES)
+  if(HEDGE_HTTPLIB_FOUND AND HEDGE_USES_RAPIDJSON AND HEDGE_HTTPLIB_HEADER_COMPILES)
     set(HEDGE_HAVE_HTTPLIB ON)
   endif()
 endmacro()
