@@ -6,7 +6,8 @@
 // bytes_per_second counts weight bytes (the activation is a few KiB in cache);
 // bw_fraction divides it by the read bandwidth measured in this binary.
 // Q4_0, Q8_0 and Q4_K also run on weights repacked into the 8-row interleaved layout
-// (kernels/repack.hpp): variants `<arch>_repacked`.
+// (kernels/repack.hpp): variants `<arch>_repacked` (avx512vnni runs its own tile for Q4_0
+// and Q8_0 and the AVX2 one for Q4_K).
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -125,7 +126,10 @@ template <class W>
 void register_format() {
   hb::begin_family("gemv/" + std::string(W::name));
 #if HEDGE_SIMD_X86
-  if constexpr (hedge::kernels::Interleavable<W>) register_variant<W, hedge::arch::avx2, true>();
+  if constexpr (hedge::kernels::Interleavable<W>) {
+    register_variant<W, hedge::arch::avx512vnni, true>();
+    register_variant<W, hedge::arch::avx2, true>();
+  }
   register_variant<W, hedge::arch::avx2>();
 #endif
 #if HEDGE_SIMD_NEON

@@ -6,6 +6,7 @@
 // chunk), strided X/Y, thread-count invariance and errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -150,9 +151,13 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
     }
   }
   check_gemm<W, typename TypeParam::arch, true>(70, 24, 2 * one, seed++);  // crosses the 64-row chunk
-  // GEMV runs of 4 groups then 1, and 4 + 4 with a partial last group.
+  // GEMV runs (gemv_streams.hpp): 4 streams of one group then a partial group; of one
+  // group then a pair, a lone group and a partial one; of two groups, nothing left; of
+  // three groups, then a pair, a lone group and a partial one.
   check_gemm<W, typename TypeParam::arch, true>(1, 37, 3 * one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(2, 61, one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(1, 64, 2 * one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(3, 125, 3 * one, seed++);
   // Tiles of two groups (AVX-512): pairs only, pairs then a lone full group, pairs then a
   // partial group; activation tiles of 8, 4, 2 and 1 rows.
   for (std::size_t m_rows : {8u, 15u, 17u}) {
@@ -163,7 +168,7 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
 TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {
   using W = typename TypeParam::format;
   using A = typename TypeParam::arch;
-  const std::size_t m_rows = 11, n = 43, kk = 4 * W::block_elements;
+  const std::size_t m_rows = 11, n = 301, kk = 4 * W::block_elements;  // GEMV runs of several streams per thread
   hedge::test::quantized_matrix<W> w(n, kk, 3);
   repacked<W> p(w);
   const auto xs = hedge::test::random_floats(m_rows * kk, 4);
@@ -175,6 +180,9 @@ TYPED_TEST(InterleavedGemm, SameResultForAnyThreadCount) {
     hedge::exec::thread_pool pool(threads);
     ASSERT_TRUE((k::gemm<W, A>(p.view, x, {pooled.data(), m_rows, n}, workspace, pool)));
     EXPECT_EQ(serial, pooled) << threads << " threads";
+    std::vector<float> row(n);
+    ASSERT_TRUE((k::gemv<W, A>(p.view, {xs.data(), kk}, {row.data(), n}, workspace, pool)));
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), serial.begin())) << threads << " threads, GEMV";
     ASSERT_TRUE((k::gemm<W, A>(w.view(), x, {pooled.data(), m_rows, n}, workspace, pool)));
     std::vector<float> plain(m_rows * n);
     ASSERT_TRUE((k::gemm<W, A>(w.view(), x, {plain.data(), m_rows, n}, workspace)));

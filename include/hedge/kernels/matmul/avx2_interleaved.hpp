@@ -23,9 +23,8 @@
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
 // GEMV (M = 1) of Q4_0/Q8_0 runs 4 groups at once instead (G = 4,
-// group_tile<1, 4>): 4 weight streams from DRAM one group apart, which a core
-// reads faster than one stream (docs/matmul.md), and 4 accumulators as in the
-// GEMM tile.
+// group_tile<1, 4>): 4 long weight streams from DRAM, a quarter of the run apart
+// (gemv_streams.hpp), and 4 accumulators as in the GEMM tile.
 // A row's operations depend neither on M nor on G, so GEMM row m equals GEMV
 // of row m and results do not depend on the thread count.
 #pragma once
@@ -43,6 +42,7 @@
 #include "hedge/core/arch.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
+#include "hedge/kernels/matmul/gemv_streams.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
@@ -86,21 +86,24 @@ HEDGE_TARGET_AVX2 inline void store_rows(float* y, __m256 v, std::size_t valid) 
   }
 }
 
-/// Stores the G x M tile: group t's rows at y[8 t ..], `valid` rows in all.
+/// Stores the G x M tile: group t's rows at y[8 t group_stride ..] (group t is
+/// group_stride groups after group t - 1), the first `valid` of the tile's 8 G rows.
 template <int M, int G>
 HEDGE_TARGET_AVX2 inline void store_tile(const __m256 (&acc)[G][M], float* y, std::size_t y_stride,
-                                         std::size_t valid) noexcept {
+                                         std::size_t valid, std::size_t group_stride) noexcept {
   for (int t = 0; t < G; ++t) {
     const std::size_t first = interleave_rows * static_cast<std::size_t>(t);
     const std::size_t rows = valid - first < interleave_rows ? valid - first : interleave_rows;
-    for (int m = 0; m < M; ++m) store_rows(y + static_cast<std::size_t>(m) * y_stride + first, acc[t][m], rows);
+    for (int m = 0; m < M; ++m) {
+      store_rows(y + static_cast<std::size_t>(m) * y_stride + first * group_stride, acc[t][m], rows);
+    }
   }
 }
 
 template <int M, int G>
 HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid) noexcept {
+                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
   __m256 acc[G][M];
   for (int t = 0; t < G; ++t) {
     for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
@@ -108,7 +111,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, 
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
-      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
       prefetch_ahead(g);
       // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
       __m256i sums[M];
@@ -143,20 +146,20 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, 
       }
     }
   }
-  store_tile<M, G>(acc, y, y_stride, valid);
+  store_tile<M, G>(acc, y, y_stride, valid, group_stride);
 }
 
 template <int M, int G>
 HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
                                   const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid) noexcept {
+                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
   __m256 acc[G][M];
   for (int t = 0; t < G; ++t) {
     for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
-      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
       prefetch_ahead(g);
       __m256i dots[M];
       for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
@@ -177,13 +180,13 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, 
       }
     }
   }
-  store_tile<M, G>(acc, y, y_stride, valid);
+  store_tile<M, G>(acc, y, y_stride, valid, group_stride);
 }
 
 template <int M, int G>
 HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
                                   const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid) noexcept {
+                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
   __m256 acc[G][M];
   for (int t = 0; t < G; ++t) {
     for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
@@ -191,7 +194,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, 
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
-      const auto& g = group[static_cast<std::size_t>(t) * blocks + b];
+      const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
       prefetch_ahead(g);
       __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
       for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
@@ -244,7 +247,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, 
       }
     }
   }
-  store_tile<M, G>(acc, y, y_stride, valid);
+  store_tile<M, G>(acc, y, y_stride, valid, group_stride);
 }
 
 /// `rows` activation rows against one group: tiles of 4, then 2, then 1.
@@ -267,27 +270,34 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
   }
 }
 
-/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (four DRAM streams read faster
-/// than one); 1 for Q4_K, whose 4-group tile is compute-bound and slower
+/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (four long DRAM streams,
+/// gemv_streams.hpp); 1 for Q4_K, whose 4-group tile is compute-bound and slower
 /// (docs/perf-journal.md, matmul).
 template <class W>
 inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> ? 1 : 4;
 
-/// One activation row against `groups` consecutive groups: tiles of
-/// gemv_tile_groups<W> groups, then 2, then 1 (`valid` rows in all).
+/// One activation row against `groups` consecutive groups (`valid` rows in all):
+/// Q4_0 and Q8_0 read the full groups as gemv_streams long streams (gemv_streams.hpp),
+/// then the rest in tiles of 2 and 1; Q4_K in tiles of one group, itself one long stream.
 template <class W>
 HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
                                       std::size_t blocks, const activation_row<W>& x, float* y,
                                       std::size_t valid) noexcept {
   constexpr std::size_t tile = gemv_tile_groups<W>;
-  for (std::size_t t = 0; t < groups;) {
+  std::size_t t = 0;
+  if constexpr (tile == gemv_streams) {
+    const stream_split split(groups, valid);
+    for (std::size_t i = 0; i < split.per_stream; ++i) {
+      group_tile<1, tile>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0, tile * interleave_rows,
+                          split.per_stream);
+    }
+    t = split.streamed();
+  }
+  while (t < groups) {
     const std::size_t left = groups - t;
     const std::size_t first = t * interleave_rows;
     const auto* g = group + t * blocks;
-    if (tile >= 4 && left >= 4) {
-      group_tile<1, 4>(g, blocks, &x, y + first, 0, valid - first);
-      t += 4;
-    } else if (tile >= 2 && left >= 2) {
+    if (tile >= 2 && left >= 2) {
       group_tile<1, 2>(g, blocks, &x, y + first, 0, valid - first);
       t += 2;
     } else {

@@ -18,9 +18,9 @@
 // GEMM tile: 2 groups x M activation rows (M = 8, then 4, 2, 1), with two int32
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
-// zmm registers at M = 8. GEMV tile: 4 groups (two pairs, four DRAM streams as
-// in the AVX2 GEMV, with its prefetch) x 1 row. A lone group or one with
-// padding rows runs the AVX2 kernel.
+// zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
+// (gemv_streams.hpp; with the AVX2 GEMV's prefetch) x 1 row. A lone group or one
+// with padding rows runs the AVX2 kernel.
 //
 // Bit-identical to the AVX2 kernels: the int32 block sums are exact in both
 // (the AVX2 int16 partial sums cannot saturate, see avx2_interleaved.hpp), and
@@ -41,6 +41,7 @@
 #include "hedge/core/arch.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
+#include "hedge/kernels/matmul/gemv_streams.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q8_0.hpp"
@@ -73,30 +74,39 @@ HEDGE_TARGET_AVX512VNNI inline __m512 scales_pair(const Block& b0, const Block& 
   return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
-/// Where a tile's results go: pair p's 16 rows at y[16 p ..] of each activation row's
-/// output, the first `valid` of the P * 16 rows. With `accumulate` the tile continues
-/// the sums already there (the next blocks of K), else it starts from zero.
+/// Where a tile's results go. The tile's groups are q = 0 .. 2P - 1 (pair p: groups 2p
+/// and 2p + 1), group q being `group_stride` groups after group q - 1 in the weights
+/// and its 8 rows at y[8 q group_stride ..] of each activation row's output; the first
+/// `valid` of the tile's 16 P rows are stored. With `accumulate` the tile continues the
+/// sums already there (the next blocks of K), else it starts from zero.
 struct tile_out {
   float* y;
   std::size_t y_stride;
   std::size_t valid;
   bool accumulate = false;
-};
+  std::size_t group_stride = 1;
 
-HEDGE_TARGET_AVX512VNNI inline __mmask16 pair_mask(const tile_out& out, int p) noexcept {
-  const std::size_t first = 2 * interleave_rows * static_cast<std::size_t>(p);
-  const std::size_t rows = out.valid <= first ? 0 : out.valid - first;
-  return rows >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << rows) - 1u);
-}
+  float* group_rows(int q, int m) const noexcept {
+    return y + static_cast<std::size_t>(m) * y_stride + interleave_rows * group_stride * static_cast<std::size_t>(q);
+  }
+  __mmask8 group_mask(int q) const noexcept {
+    const std::size_t first = interleave_rows * static_cast<std::size_t>(q);
+    const std::size_t rows = valid <= first ? 0 : valid - first;
+    return rows >= interleave_rows ? __mmask8(0xFF) : static_cast<__mmask8>((1u << rows) - 1u);
+  }
+};
 
 template <int P, int M>
 HEDGE_TARGET_AVX512VNNI inline void load_tile(__m512 (&acc)[P][M], const tile_out& out) noexcept {
   for (int p = 0; p < P; ++p) {
-    const __mmask16 mask = pair_mask(out, p);
     for (int m = 0; m < M; ++m) {
-      acc[p][m] = out.accumulate ? _mm512_maskz_loadu_ps(mask, out.y + static_cast<std::size_t>(m) * out.y_stride +
-                                                                   2 * interleave_rows * static_cast<std::size_t>(p))
-                                 : _mm512_setzero_ps();
+      if (!out.accumulate) {
+        acc[p][m] = _mm512_setzero_ps();
+        continue;
+      }
+      const __m256 lo = _mm256_maskz_loadu_ps(out.group_mask(2 * p), out.group_rows(2 * p, m));
+      const __m256 hi = _mm256_maskz_loadu_ps(out.group_mask(2 * p + 1), out.group_rows(2 * p + 1, m));
+      acc[p][m] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
     }
   }
 }
@@ -104,16 +114,15 @@ HEDGE_TARGET_AVX512VNNI inline void load_tile(__m512 (&acc)[P][M], const tile_ou
 template <int P, int M>
 HEDGE_TARGET_AVX512VNNI inline void store_tile(const __m512 (&acc)[P][M], const tile_out& out) noexcept {
   for (int p = 0; p < P; ++p) {
-    const __mmask16 mask = pair_mask(out, p);
     for (int m = 0; m < M; ++m) {
-      _mm512_mask_storeu_ps(out.y + static_cast<std::size_t>(m) * out.y_stride +
-                                2 * interleave_rows * static_cast<std::size_t>(p),
-                            mask, acc[p][m]);
+      _mm256_mask_storeu_ps(out.group_rows(2 * p, m), out.group_mask(2 * p), _mm512_castps512_ps256(acc[p][m]));
+      _mm256_mask_storeu_ps(out.group_rows(2 * p + 1, m), out.group_mask(2 * p + 1),
+                            _mm512_extractf32x8_ps(acc[p][m], 1));
     }
   }
 }
 
-/// P pairs of groups (pair p: groups 2p, 2p + 1 from `group`) x M activation rows.
+/// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation rows.
 template <int M, int P>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
                                        const activation_row<quant::q4_0>* x, std::size_t x_block,
@@ -123,8 +132,8 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q4_0>::block* gr
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
-      const auto& b0 = group[2 * static_cast<std::size_t>(p) * blocks + b];
-      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * blocks + b];
+      const auto& b0 = group[2 * static_cast<std::size_t>(p) * out.group_stride * blocks + b];
+      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * out.group_stride * blocks + b];
       if constexpr (M == 1) {  // GEMV: weights from DRAM
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
@@ -163,8 +172,8 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q8_0>::block* gr
   const __m512i zero = _mm512_setzero_si512();
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int p = 0; p < P; ++p) {
-      const auto& b0 = group[2 * static_cast<std::size_t>(p) * blocks + b];
-      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * blocks + b];
+      const auto& b0 = group[2 * static_cast<std::size_t>(p) * out.group_stride * blocks + b];
+      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * out.group_stride * blocks + b];
       if constexpr (M == 1) {  // GEMV: weights from DRAM
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
@@ -220,17 +229,21 @@ HEDGE_TARGET_AVX512VNNI void pair_rows(const typename interleaved<W>::block* gro
 }  // namespace avx512
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
-/// VNNI, Q4_0 and Q8_0: tiles of 4 full groups (4 DRAM streams, as the AVX2
-/// GEMV), then 2; a lone or partial group on the AVX2 kernel.
+/// VNNI, Q4_0 and Q8_0. The run's full groups are read as gemv_streams long
+/// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
+/// the AVX2 kernel.
 template <Interleavable W>
   requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
-  std::size_t g = 0;
-  for (; g + 4 <= groups && (g + 4) * interleave_rows <= valid; g += 4) {
-    avx512::pair_tile<1, 2>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 4 * interleave_rows});
+  static_assert(gemv_streams == 4, "two pairs of streams per tile");
+  const stream_split split(groups, valid);
+  for (std::size_t i = 0; i < split.per_stream; ++i) {
+    avx512::pair_tile<1, 2>(group + i * blocks, blocks, &x, 0,
+                            {y + i * interleave_rows, 0, 4 * interleave_rows, false, split.per_stream});
   }
-  for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
+  std::size_t g = split.streamed();
+  for (; g + 2 <= split.full; g += 2) {
     avx512::pair_tile<1, 1>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
   if (g < groups) {
