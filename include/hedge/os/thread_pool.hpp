@@ -3,14 +3,15 @@
 // hedge/os/thread_pool.hpp: a persistent pool of std::thread workers that
 // models `Executor`. Workers are started once and reused for every call, so a
 // decode step pays a wake-up, not a thread creation, per kernel. The calling
-// thread runs part 0 itself; workers spin briefly before sleeping on an atomic
-// wait so back-to-back kernels (one per weight matrix) start without a syscall.
+// thread runs part 0 itself; workers spin up to spin_time before sleeping on an
+// atomic wait so back-to-back kernels (one per weight matrix) start without a syscall.
 // Calls from several client threads are serialised; a body must not call back
 // into the same pool.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <thread>
@@ -61,24 +62,41 @@ class thread_pool {
     generation_.notify_all();
     const range r = split_range(n, parts, 0);
     body(r.begin, r.end);
-    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-      if (spin < spin_limit) continue;
-      const std::size_t left = pending_.load(std::memory_order_acquire);
-      if (left != 0) pending_.wait(left, std::memory_order_acquire);
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      for (std::size_t left = pending_.load(std::memory_order_acquire); left != 0;
+           left = pending_.load(std::memory_order_acquire)) {
+        pending_.wait(left, std::memory_order_acquire);
+      }
     }
   }
 
  private:
-  static constexpr int spin_limit = 1 << 14;
+  /// How long a waiting thread spins before it sleeps. A decode step's kernels come
+  /// microseconds apart, and waking a sleeping thread costs tens of microseconds (more
+  /// in a VM guest) each time: TinyLlama Q4_0 decode at 2 threads on a 2-core KVM guest,
+  /// alternating runs, 68-72 tok/s with a spin of 2^14 loads (~10 us) against 73-75 with
+  /// 200 us (docs/perf-journal.md). Idle for longer than this, the pool sleeps.
+  static constexpr std::chrono::microseconds spin_time{200};
+
+  /// Spins until ready() or spin_time has passed; whether ready() held.
+  template <class Ready>
+  static bool spin_until(Ready ready) {
+    const auto deadline = std::chrono::steady_clock::now() + spin_time;
+    for (;;) {
+      for (int i = 0; i < 64; ++i) {
+        if (ready()) return true;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return ready();
+    }
+  }
 
   void work(std::size_t index) {
     unsigned seen = 0;
     for (;;) {
-      unsigned now = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; now == seen; ++spin) {
-        if (spin >= spin_limit) generation_.wait(seen, std::memory_order_acquire);
-        now = generation_.load(std::memory_order_acquire);
+      if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+        while (generation_.load(std::memory_order_acquire) == seen) generation_.wait(seen, std::memory_order_acquire);
       }
+      const unsigned now = generation_.load(std::memory_order_acquire);
       seen = now;
       if (stop_.load(std::memory_order_relaxed)) return;
       if (index < parts_) {
