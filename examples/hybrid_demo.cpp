@@ -60,7 +60,6 @@ T check(result<T> r, const char* what) {
 /// A small random llama with a byte-level vocabulary, written as a GGUF file: the edge
 /// model when no real checkpoint is at hand (speed and plumbing, not stories).
 void write_synthetic_gguf(const std::string& path) {
-  constexpr std::uint32_t dim = 64, hidden = 192, layers = 2, heads = 4, kv_heads = 2, context = 256;
   std::vector<std::string> pieces{"<unk>", "<s>", "</s>"};
   std::vector<float> scores{0, 0, 0};
   std::vector<std::int32_t> types{2, 3, 3};
@@ -71,46 +70,17 @@ void write_synthetic_gguf(const std::string& path) {
   }
   for (char c = 'a'; c <= 'z'; ++c) pieces.emplace_back(1, c), scores.push_back(-1), types.push_back(1);
   pieces.emplace_back("\xE2\x96\x81"), scores.push_back(-1), types.push_back(1);  // the SentencePiece space
-  const auto vocab = static_cast<std::uint32_t>(pieces.size());
-
-  std::vector<std::vector<float>> data;  // the writer references the bytes until write()
-  seeded_random rng{2024};
-  const auto random_matrix = [&](std::uint64_t rows, std::uint64_t cols, float scale) {
-    auto& m = data.emplace_back(rows * cols);
-    for (auto& v : m) v = static_cast<float>(rng.uniform() * 2.0 - 1.0) * scale;
-    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(m.data()), m.size() * sizeof(float));
-  };
-  const auto ones = [&](std::uint64_t n) {
-    auto& m = data.emplace_back(n, 1.0f);
-    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(m.data()), m.size() * sizeof(float));
-  };
   gguf_writer w;
-  w.add("general.architecture", "llama").add("general.name", "hedge synthetic");
-  w.add("llama.embedding_length", dim).add("llama.feed_forward_length", hidden).add("llama.block_count", layers);
-  w.add("llama.attention.head_count", heads).add("llama.attention.head_count_kv", kv_heads);
-  w.add("llama.context_length", context);
   w.add("tokenizer.ggml.model", "llama");
   w.add_array("tokenizer.ggml.tokens", std::span<const std::string>(pieces));
   w.add_array("tokenizer.ggml.scores", std::span<const float>(scores));
   w.add_array("tokenizer.ggml.token_type", std::span<const std::int32_t>(types));
-  const float s = 1.0f / std::sqrt(static_cast<float>(dim));
-  using quant::gguf_type;
-  w.add_tensor("token_embd.weight", gguf_type::f32, {dim, vocab}, random_matrix(vocab, dim, 1.0f));
-  w.add_tensor("output_norm.weight", gguf_type::f32, {dim}, ones(dim));
-  for (std::uint32_t l = 0; l < layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    w.add_tensor(b + "attn_norm.weight", gguf_type::f32, {dim}, ones(dim));
-    w.add_tensor(b + "ffn_norm.weight", gguf_type::f32, {dim}, ones(dim));
-    w.add_tensor(b + "attn_q.weight", gguf_type::f32, {dim, dim}, random_matrix(dim, dim, s));
-    w.add_tensor(b + "attn_k.weight", gguf_type::f32, {dim, dim / heads * kv_heads},
-                 random_matrix(dim / heads * kv_heads, dim, s));
-    w.add_tensor(b + "attn_v.weight", gguf_type::f32, {dim, dim / heads * kv_heads},
-                 random_matrix(dim / heads * kv_heads, dim, s));
-    w.add_tensor(b + "attn_output.weight", gguf_type::f32, {dim, dim}, random_matrix(dim, dim, s));
-    w.add_tensor(b + "ffn_gate.weight", gguf_type::f32, {dim, hidden}, random_matrix(hidden, dim, s));
-    w.add_tensor(b + "ffn_up.weight", gguf_type::f32, {dim, hidden}, random_matrix(hidden, dim, s));
-    w.add_tensor(b + "ffn_down.weight", gguf_type::f32, {hidden, dim}, random_matrix(dim, hidden, s));
-  }
+  synthetic_tensor_bytes tensors;
+  check(add_synthetic_llama(w,
+                            {.dim = 64, .hidden_dim = 192, .layers = 2, .heads = 4, .kv_heads = 2, .context = 256,
+                             .vocab = static_cast<std::uint32_t>(pieces.size()), .seed = 2024},
+                            tensors),
+        "synthetic model");
   std::vector<std::byte> bytes;
   check(w.write(bytes), "synthetic model");
   check(os::write_text_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())),

@@ -122,7 +122,7 @@ const synthetic* load_synthetic(std::string& why) {
   if (current && current_format == F::name) return current.get();
   current.reset();
   double seconds = 0.0;
-  auto path = hb::synthetic_llama_gguf<F>(hb::tinyllama_1b, &seconds);
+  auto path = hb::synthetic_tinyllama_gguf<F>(&seconds);
   if (!path) {
     why = "cannot write the synthetic model: " + std::string(path.error().c_str());
     return nullptr;
@@ -301,7 +301,7 @@ void BM_SyntheticPrefill(benchmark::State& state, std::size_t threads, std::size
 
 template <q::BlockFormat F>
 void register_synthetic() {
-  const std::string shape = std::string(hb::tinyllama_1b.name) + "_" + std::string(F::name);
+  const std::string shape = std::string(hb::tinyllama_1b) + "_" + std::string(F::name);
   const std::string arch(hedge::arch::best_name());
   for (std::size_t threads : hb::thread_counts()) {
     hb::register_benchmark(hb::benchmark_name("llama/decode", arch, shape, hb::residency::cold, threads),
@@ -317,7 +317,7 @@ void register_synthetic() {
 }
 
 const bool registered = [] {
-  hb::begin_family("llama/" + std::string(hb::tinyllama_1b.name));
+  hb::begin_family("llama/" + std::string(hb::tinyllama_1b));
   register_synthetic<q::q4_0>();
   register_synthetic<q::q8_0>();
   return true;

@@ -71,6 +71,7 @@
 #include "hedge/model/llama2c_tokenizer.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/sampler.hpp"
+#include "hedge/model/synthetic_llama.hpp"
 #include "hedge/model/tokenizer.hpp"
 #include "hedge/model/vocabulary.hpp"
 #include "hedge/model/weights.hpp"

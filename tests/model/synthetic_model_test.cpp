@@ -20,6 +20,7 @@
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_vocabulary.hpp"
 #include "hedge/model/gguf_writer.hpp"
+#include "hedge/model/synthetic_llama.hpp"
 #include "hedge/model/weights.hpp"
 #include "hedge/os/thread_pool.hpp"
 #include "reference_llama.hpp"
@@ -31,53 +32,6 @@ using hedge::errc;
 using hedge::result;
 using hedge::quant::gguf_type;
 
-/// The hyperparameters written to the llama.* keys.
-struct synthetic_shape {
-  std::uint32_t dim = 64, hidden = 96, layers = 2, heads = 8, kv_heads = 8, vocab = 48, context = 32;
-  std::uint32_t rope_dim = 0;  ///< llama.rope.dimension_count; 0: key absent (the head size)
-};
-
-/// The GGUF type of each tensor.
-struct synthetic_types {
-  gguf_type embedding = gguf_type::f32;
-  gguf_type attention = gguf_type::f32;  ///< attn_q, attn_k, attn_output
-  gguf_type value = gguf_type::f32;      ///< attn_v
-  gguf_type gate_up = gguf_type::f32;    ///< ffn_gate, ffn_up
-  gguf_type down = gguf_type::f32;       ///< ffn_down
-  gguf_type output = gguf_type::f32;     ///< output (unless shared)
-  bool shared_classifier = false;        ///< no output tensor: the embedding classifies
-
-  static synthetic_types all(gguf_type t, bool shared = false) { return {t, t, t, t, t, t, shared}; }
-};
-
-/// A file the reader or the model must refuse: each names one tensor, or is empty.
-struct synthetic_defects {
-  std::string missing;    ///< not written
-  std::string extra_row;  ///< written with one row too many
-  std::string f16_norm;   ///< a norm written as F16
-};
-
-struct synthetic_spec {
-  synthetic_shape shape;
-  synthetic_types types;
-  synthetic_defects defects;
-  std::uint32_t seed = 1;
-};
-
-/// `values` (rows x cols, row-major) as GGUF type `type`, with the reference quantizer.
-result<std::vector<std::byte>> encode(gguf_type type, const std::vector<float>& values, std::size_t rows,
-                                      std::size_t cols) {
-  std::vector<std::byte> bytes;
-  HEDGE_TRY(visit_format<all_weight_formats>(type, [&](auto format) -> result<void> {
-    using F = decltype(format);
-    if (cols % F::block_elements != 0)
-      return hedge::error{errc::shape_mismatch} << "rows of " << cols << " are not whole " << F::name << " blocks";
-    bytes.resize(rows * hedge::quant::row_bytes<F>(cols));
-    return hedge::quant::quantize<F>(values, {reinterpret_cast<typename F::block*>(bytes.data()), rows * cols / F::block_elements});
-  }));
-  return bytes;
-}
-
 /// A GGUF file's bytes in 4-byte aligned storage, as a mapped file would be.
 struct aligned_bytes {
   std::vector<std::uint32_t> words;
@@ -85,29 +39,13 @@ struct aligned_bytes {
   [[nodiscard]] std::span<const std::byte> span() const { return {reinterpret_cast<const std::byte*>(words.data()), size}; }
 };
 
-/// Writes a random llama GGUF: weights N(0, 1/cols) (the embedding N(0, 1)) so every
-/// activation stays of order one, norms 1 + N(0, 0.1^2), and a vocabulary of pieces.
-result<aligned_bytes> write_synthetic_gguf(const synthetic_spec& spec) {
-  const synthetic_shape& s = spec.shape;
-  const std::size_t head = s.dim / s.heads, kv_dim = s.kv_heads * head;
-  std::mt19937 rng(spec.seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
+/// `spec`'s GGUF with a vocabulary of spec.vocab pieces: <unk>, <s>, </s>, then "\u2581t<id>".
+result<aligned_bytes> write_synthetic_gguf(const synthetic_llama& spec) {
   gguf_writer w;
-  w.add("general.architecture", "llama")
-      .add("general.name", "synthetic")
-      .add("llama.embedding_length", s.dim)
-      .add("llama.feed_forward_length", s.hidden)
-      .add("llama.block_count", s.layers)
-      .add("llama.attention.head_count", s.heads)
-      .add("llama.attention.head_count_kv", s.kv_heads)
-      .add("llama.context_length", s.context)
-      .add("llama.attention.layer_norm_rms_epsilon", 1e-5f)
-      .add("llama.rope.freq_base", 10000.0f);
-  if (s.rope_dim != 0) w.add("llama.rope.dimension_count", s.rope_dim);
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<std::int32_t> token_types;
-  for (std::uint32_t id = 0; id < s.vocab; ++id) {
+  for (std::uint32_t id = 0; id < spec.vocab; ++id) {
     pieces.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "\xE2\x96\x81t" + std::to_string(id));
     scores.push_back(-static_cast<float>(id));
     token_types.push_back(id == 0 ? 2 : id < 3 ? 3 : 1);  // unknown, control, normal
@@ -118,48 +56,8 @@ result<aligned_bytes> write_synthetic_gguf(const synthetic_spec& spec) {
       .add_array<std::int32_t>("tokenizer.ggml.token_type", token_types)
       .add("tokenizer.ggml.bos_token_id", std::uint32_t{1})
       .add("tokenizer.ggml.eos_token_id", std::uint32_t{2});
-
-  std::vector<std::vector<std::byte>> storage;  // referenced by the writer until write()
-  storage.reserve(4 + 9 * s.layers);
-  const auto matrix = [&](const std::string& name, gguf_type type, std::size_t rows, std::size_t cols,
-                          float scale) -> result<void> {
-    if (name == spec.defects.missing) return hedge::ok();
-    if (name == spec.defects.extra_row) ++rows;
-    std::vector<float> values(rows * cols);
-    for (float& v : values) v = scale * normal(rng);
-    auto bytes = encode(type, values, rows, cols);
-    if (!bytes) return bytes.error();
-    storage.push_back(std::move(*bytes));
-    w.add_tensor(name, type, {cols, rows}, storage.back());
-    return hedge::ok();
-  };
-  const auto norm = [&](const std::string& name) -> result<void> {
-    std::vector<float> values(s.dim);
-    for (float& v : values) v = 1.0f + 0.1f * normal(rng);
-    auto bytes = encode(name == spec.defects.f16_norm ? gguf_type::f16 : gguf_type::f32, values, 1, s.dim);
-    if (!bytes) return bytes.error();
-    storage.push_back(std::move(*bytes));
-    w.add_tensor(name, name == spec.defects.f16_norm ? gguf_type::f16 : gguf_type::f32, {s.dim}, storage.back());
-    return hedge::ok();
-  };
-  const auto scale = [](std::size_t cols) { return 1.0f / std::sqrt(static_cast<float>(cols)); };
-  const synthetic_types& t = spec.types;
-  HEDGE_TRY(matrix("token_embd.weight", t.embedding, s.vocab, s.dim, 1.0f));
-  for (std::uint32_t l = 0; l < s.layers; ++l) {
-    const std::string blk = "blk." + std::to_string(l) + ".";
-    HEDGE_TRY(norm(blk + "attn_norm.weight"));
-    HEDGE_TRY(matrix(blk + "attn_q.weight", t.attention, s.dim, s.dim, scale(s.dim)));
-    HEDGE_TRY(matrix(blk + "attn_k.weight", t.attention, kv_dim, s.dim, scale(s.dim)));
-    HEDGE_TRY(matrix(blk + "attn_v.weight", t.value, kv_dim, s.dim, scale(s.dim)));
-    HEDGE_TRY(matrix(blk + "attn_output.weight", t.attention, s.dim, s.dim, scale(s.dim)));
-    HEDGE_TRY(norm(blk + "ffn_norm.weight"));
-    HEDGE_TRY(matrix(blk + "ffn_gate.weight", t.gate_up, s.hidden, s.dim, scale(s.dim)));
-    HEDGE_TRY(matrix(blk + "ffn_up.weight", t.gate_up, s.hidden, s.dim, scale(s.dim)));
-    HEDGE_TRY(matrix(blk + "ffn_down.weight", t.down, s.dim, s.hidden, scale(s.hidden)));
-  }
-  HEDGE_TRY(norm("output_norm.weight"));
-  if (!t.shared_classifier) HEDGE_TRY(matrix("output.weight", t.output, s.vocab, s.dim, scale(s.dim)));
-
+  synthetic_tensor_bytes tensors;
+  HEDGE_TRY(add_synthetic_llama(w, spec, tensors));
   std::vector<std::byte> bytes;
   HEDGE_TRY(w.write(bytes));
   aligned_bytes out;
@@ -176,7 +74,7 @@ struct synthetic_model {
   llama_weights weights;
 };
 
-result<synthetic_model> load_synthetic(const synthetic_spec& spec) {
+result<synthetic_model> load_synthetic(const synthetic_llama& spec) {
   auto bytes = write_synthetic_gguf(spec);
   if (!bytes) return bytes.error();
   auto file = gguf_file::parse(bytes->span());  // a view of the heap buffer, which moves with the vector
@@ -247,7 +145,7 @@ enum class kv_kind { f32, f16, q8_0 };
 
 struct forward_case {
   std::string name;
-  synthetic_spec spec;
+  synthetic_llama spec;
   kv_kind kv = kv_kind::f32;
   std::size_t positions = 24;
   double tolerance = float_tolerance;
@@ -265,19 +163,19 @@ void run_case(const forward_case& c, measured& m) {
   const auto model_file = load_synthetic(c.spec);
   ASSERT_TRUE(model_file.ok()) << model_file.error().message();
   const llama_weights& weights = model_file->weights;
-  EXPECT_EQ(weights.config.shared_classifier, c.spec.types.shared_classifier);
+  EXPECT_EQ(weights.config.shared_classifier, c.spec.shared_classifier);
   const auto vocabulary = read_gguf_vocabulary(model_file->file);
   ASSERT_TRUE(vocabulary.ok()) << vocabulary.error().message();
-  EXPECT_EQ(vocabulary->size(), c.spec.shape.vocab);
+  EXPECT_EQ(vocabulary->size(), c.spec.vocab);
 
   auto reference = hedge::test::reference_llama::make(weights);
   ASSERT_TRUE(reference.ok()) << reference.error().message();
   auto model = llama<all_weight_formats, KvElem>::make(
       weights, {.max_sessions = 2, .max_threads = c.threads, .parallel_min_bytes = 0});
   ASSERT_TRUE(model.ok()) << model.error().message();
-  ASSERT_EQ(model->context(), c.spec.shape.context);
+  ASSERT_EQ(model->context(), c.spec.context);
   hedge::exec::thread_pool pool(c.threads);
-  const auto tokens = random_tokens(c.positions, c.spec.shape.vocab, c.spec.seed + 7);
+  const auto tokens = random_tokens(c.positions, c.spec.vocab, c.spec.seed + 7);
 
   // Decode, position by position, against the reference.
   auto seq = model->create_session();
@@ -330,16 +228,20 @@ TEST_P(SyntheticForward, DecodeAndPrefillMatchTheFloat64Reference) {
               c.name.c_str(), c.positions, m.decode, m.prefill, m.prefill_decode, c.tolerance);
 }
 
-forward_case make_case(std::string name, synthetic_shape shape, synthetic_types types, double tolerance,
-                       kv_kind kv = kv_kind::f32) {
+forward_case make_case(std::string name, synthetic_llama spec, double tolerance, kv_kind kv = kv_kind::f32) {
   forward_case c;
   c.name = std::move(name);
-  c.spec.shape = shape;
-  c.spec.types = types;
-  c.spec.seed = static_cast<std::uint32_t>(std::hash<std::string>{}(c.name));
+  c.spec = std::move(spec);
+  c.spec.seed = std::hash<std::string>{}(c.name);
   c.tolerance = tolerance;
   c.kv = kv;
   return c;
+}
+
+/// `shape` with every matrix in `type`, the classifier shared with the embedding or not.
+synthetic_llama typed(synthetic_llama shape, gguf_type type, bool shared = false) {
+  shape.all_types(type).shared_classifier = shared;
+  return shape;
 }
 
 // Shapes: small enough for the sanitizer build, each exercising one kernel path.
@@ -348,50 +250,48 @@ forward_case make_case(std::string name, synthetic_shape shape, synthetic_types 
 //   head 64, group 2:  dim 256, 4 heads, 2 kv heads, hidden 256: K-quant rows
 //   head 128, group 2: dim 256, 2 heads, 1 kv head, hidden 256
 //   head 128, group 4: dim 512, 4 heads, 1 kv head, hidden 288 (not a multiple of 256), 1 layer
-constexpr synthetic_shape head8_group1{.dim = 64, .hidden = 96, .layers = 2, .heads = 8, .kv_heads = 8, .vocab = 48, .context = 32};
-constexpr synthetic_shape head16_group4{.dim = 128, .hidden = 160, .layers = 2, .heads = 8, .kv_heads = 2, .vocab = 61, .context = 32};
-constexpr synthetic_shape head64_group2{.dim = 256, .hidden = 256, .layers = 2, .heads = 4, .kv_heads = 2, .vocab = 64, .context = 32};
-constexpr synthetic_shape head128_group2{.dim = 256, .hidden = 256, .layers = 2, .heads = 2, .kv_heads = 1, .vocab = 40, .context = 32};
-constexpr synthetic_shape head128_group4{.dim = 512, .hidden = 288, .layers = 1, .heads = 4, .kv_heads = 1, .vocab = 32, .context = 32};
+const synthetic_llama head8_group1{.dim = 64, .hidden_dim = 96, .layers = 2, .heads = 8, .kv_heads = 8, .context = 32, .vocab = 48};
+const synthetic_llama head16_group4{.dim = 128, .hidden_dim = 160, .layers = 2, .heads = 8, .kv_heads = 2, .context = 32, .vocab = 61};
+const synthetic_llama head64_group2{.dim = 256, .hidden_dim = 256, .layers = 2, .heads = 4, .kv_heads = 2, .context = 32, .vocab = 64};
+const synthetic_llama head128_group2{.dim = 256, .hidden_dim = 256, .layers = 2, .heads = 2, .kv_heads = 1, .context = 32, .vocab = 40};
+const synthetic_llama head128_group4{.dim = 512, .hidden_dim = 288, .layers = 1, .heads = 4, .kv_heads = 1, .context = 32, .vocab = 32};
 
 std::vector<forward_case> forward_cases() {
-  using T = synthetic_types;
+  // llama.cpp's Q4_K_M mix: Q6_K for attn_v, ffn_down and the classifier, F32 norms.
+  synthetic_llama q4_k_m = typed(head64_group2, gguf_type::q4_k);
+  q4_k_m.value = q4_k_m.down = q4_k_m.output = gguf_type::q6_k;
+  // Rows of 288 are Q8_0 or F32 only: down projection F32, the rest Q8_0; and the reverse.
+  synthetic_llama f32_down = typed(head128_group4, gguf_type::q8_0);
+  f32_down.down = gguf_type::f32;
+  synthetic_llama q8_0_down = head128_group4;
+  q8_0_down.down = gguf_type::q8_0;
   std::vector<forward_case> cases = {
-      make_case("head8_group1_f32", head8_group1, T::all(gguf_type::f32), float_tolerance),
-      make_case("head8_group1_f32_shared", head8_group1, T::all(gguf_type::f32, true), float_tolerance),
-      make_case("head8_group1_f16", head8_group1, T::all(gguf_type::f16), float_tolerance),
-      make_case("head8_group1_bf16_shared", head8_group1, T::all(gguf_type::bf16, true), float_tolerance),
-      make_case("head8_group1_q8_0", head8_group1, T::all(gguf_type::q8_0), quantized_tolerance),
-      make_case("head8_group1_q4_0_shared", head8_group1, T::all(gguf_type::q4_0, true), quantized_tolerance),
-      make_case("head16_group4_q4_0", head16_group4, T::all(gguf_type::q4_0), quantized_tolerance),
-      make_case("head16_group4_f16", head16_group4, T::all(gguf_type::f16), float_tolerance),
-      make_case("head64_group2_q4_k", head64_group2, T::all(gguf_type::q4_k), quantized_tolerance),
-      make_case("head64_group2_q6_k_shared", head64_group2, T::all(gguf_type::q6_k, true), quantized_tolerance),
-      // llama.cpp's Q4_K_M mix: Q6_K for attn_v, ffn_down and the classifier, F32 norms.
-      make_case("head64_group2_q4_k_m", head64_group2,
-                {.embedding = gguf_type::q4_k, .attention = gguf_type::q4_k, .value = gguf_type::q6_k,
-                 .gate_up = gguf_type::q4_k, .down = gguf_type::q6_k, .output = gguf_type::q6_k},
-                quantized_tolerance),
-      make_case("head128_group2_bf16", head128_group2, T::all(gguf_type::bf16), float_tolerance),
-      make_case("head128_group2_q8_0", head128_group2, T::all(gguf_type::q8_0), quantized_tolerance),
-      // Rows of 288 are Q8_0 or F32 only: down projection F32, the rest Q8_0.
-      make_case("head128_group4_q8_0_f32_down", head128_group4,
-                {.embedding = gguf_type::q8_0, .attention = gguf_type::q8_0, .value = gguf_type::q8_0,
-                 .gate_up = gguf_type::q8_0, .down = gguf_type::f32, .output = gguf_type::q8_0},
-                quantized_tolerance),
-      make_case("head128_group4_f32_q8_0_down", head128_group4,
-                {.down = gguf_type::q8_0}, quantized_tolerance),
+      make_case("head8_group1_f32", typed(head8_group1, gguf_type::f32), float_tolerance),
+      make_case("head8_group1_f32_shared", typed(head8_group1, gguf_type::f32, true), float_tolerance),
+      make_case("head8_group1_f16", typed(head8_group1, gguf_type::f16), float_tolerance),
+      make_case("head8_group1_bf16_shared", typed(head8_group1, gguf_type::bf16, true), float_tolerance),
+      make_case("head8_group1_q8_0", typed(head8_group1, gguf_type::q8_0), quantized_tolerance),
+      make_case("head8_group1_q4_0_shared", typed(head8_group1, gguf_type::q4_0, true), quantized_tolerance),
+      make_case("head16_group4_q4_0", typed(head16_group4, gguf_type::q4_0), quantized_tolerance),
+      make_case("head16_group4_f16", typed(head16_group4, gguf_type::f16), float_tolerance),
+      make_case("head64_group2_q4_k", typed(head64_group2, gguf_type::q4_k), quantized_tolerance),
+      make_case("head64_group2_q6_k_shared", typed(head64_group2, gguf_type::q6_k, true), quantized_tolerance),
+      make_case("head64_group2_q4_k_m", q4_k_m, quantized_tolerance),
+      make_case("head128_group2_bf16", typed(head128_group2, gguf_type::bf16), float_tolerance),
+      make_case("head128_group2_q8_0", typed(head128_group2, gguf_type::q8_0), quantized_tolerance),
+      make_case("head128_group4_q8_0_f32_down", f32_down, quantized_tolerance),
+      make_case("head128_group4_f32_q8_0_down", q8_0_down, quantized_tolerance),
       // KV elements.
-      make_case("head8_group1_f32_kv_f16", head8_group1, T::all(gguf_type::f32), kv_f16_tolerance, kv_kind::f16),
-      make_case("head64_group2_f16_kv_f16", head64_group2, T::all(gguf_type::f16), kv_f16_tolerance, kv_kind::f16),
-      make_case("head16_group4_f32_kv_q8_0", head16_group4, T::all(gguf_type::f32), kv_q8_0_tolerance, kv_kind::q8_0),
-      make_case("head128_group2_q8_0_kv_q8_0", head128_group2, T::all(gguf_type::q8_0), kv_q8_0_tolerance, kv_kind::q8_0),
+      make_case("head8_group1_f32_kv_f16", typed(head8_group1, gguf_type::f32), kv_f16_tolerance, kv_kind::f16),
+      make_case("head64_group2_f16_kv_f16", typed(head64_group2, gguf_type::f16), kv_f16_tolerance, kv_kind::f16),
+      make_case("head16_group4_f32_kv_q8_0", typed(head16_group4, gguf_type::f32), kv_q8_0_tolerance, kv_kind::q8_0),
+      make_case("head128_group2_q8_0_kv_q8_0", typed(head128_group2, gguf_type::q8_0), kv_q8_0_tolerance, kv_kind::q8_0),
   };
   // Two threads: rows and attention split over the pool.
-  forward_case threaded = make_case("head64_group2_q4_0_2_threads", head64_group2, T::all(gguf_type::q4_0), quantized_tolerance);
+  forward_case threaded = make_case("head64_group2_q4_0_2_threads", typed(head64_group2, gguf_type::q4_0), quantized_tolerance);
   threaded.threads = 2;
   cases.push_back(threaded);
-  forward_case long_run = make_case("head8_group1_q8_0_32_positions", head8_group1, T::all(gguf_type::q8_0), quantized_tolerance);
+  forward_case long_run = make_case("head8_group1_q8_0_32_positions", typed(head8_group1, gguf_type::q8_0), quantized_tolerance);
   long_run.positions = 32;
   cases.push_back(long_run);
   return cases;
@@ -407,14 +307,12 @@ void expect_error(const hedge::error& e, errc code, std::string_view text) {
   EXPECT_NE(e.message().find(text), std::string_view::npos) << "'" << e.message() << "' does not say '" << text << "'";
 }
 
-synthetic_spec small_spec() {
-  synthetic_spec spec;
-  spec.shape = {.dim = 64, .hidden = 64, .layers = 1, .heads = 8, .kv_heads = 4, .vocab = 16, .context = 8};
-  return spec;
+synthetic_llama small_spec() {
+  return {.dim = 64, .hidden_dim = 64, .layers = 1, .heads = 8, .kv_heads = 4, .context = 8, .vocab = 16};
 }
 
 /// The error of loading `spec` or of making its model (the first that fails).
-hedge::error load_or_make_error(const synthetic_spec& spec) {
+hedge::error load_or_make_error(const synthetic_llama& spec) {
   const auto loaded = load_synthetic(spec);
   if (!loaded) return loaded.error();
   const auto model = llama<>::make(loaded->weights);
@@ -471,41 +369,41 @@ TEST(SyntheticBadInput, PromptLongerThanTheContextAndAFullSession) {
 
 TEST(SyntheticBadInput, HeadSizeAboveTheAttentionKernels) {
   auto spec = small_spec();
-  spec.shape.dim = 264;  // one head of 264 > attention_max_head_dim (256)
-  spec.shape.heads = 1;
-  spec.shape.kv_heads = 1;
-  spec.shape.hidden = 32;
+  spec.dim = 264;  // one head of 264 > attention_max_head_dim (256)
+  spec.heads = 1;
+  spec.kv_heads = 1;
+  spec.hidden_dim = 32;
   static_assert(hedge::attention::attention_max_head_dim < 264);
   expect_error(load_or_make_error(spec), errc::unsupported, "head dimension 264");
 }
 
 TEST(SyntheticBadInput, OddHeadSize) {
   auto spec = small_spec();
-  spec.shape.dim = 24;  // 8 heads of 3: RoPE pairs do not fill a head
+  spec.dim = 24;  // 8 heads of 3: RoPE pairs do not fill a head
   expect_error(load_or_make_error(spec), errc::invalid_argument, "rope dimension 3 is not even");
 }
 
 TEST(SyntheticBadInput, OddRopeDimensions) {
   auto spec = small_spec();
-  spec.shape.rope_dim = 5;
+  spec.rope_dim = 5;
   expect_error(load_or_make_error(spec), errc::invalid_argument, "rope dimension 5 is not even");
 }
 
 TEST(SyntheticBadInput, PartialRotaryEmbedding) {
   auto spec = small_spec();
-  spec.shape.rope_dim = 4;  // of 8
+  spec.rope_dim = 4;  // of 8
   expect_error(load_or_make_error(spec), errc::unsupported, "RoPE over 4 of 8 head dimensions");
 }
 
 TEST(SyntheticBadInput, WidthNotAMultipleOfTheHeads) {
   auto spec = small_spec();
-  spec.shape.dim = 60;
+  spec.dim = 60;
   expect_error(load_or_make_error(spec), errc::invalid_argument, "dim 60 is not a multiple of the head count 8");
 }
 
 TEST(SyntheticBadInput, KvHeadsNotDividingTheHeads) {
   auto spec = small_spec();
-  spec.shape.kv_heads = 3;
+  spec.kv_heads = 3;
   expect_error(load_or_make_error(spec), errc::invalid_argument, "head count 8 is not a multiple of the kv head count 3");
 }
 
@@ -533,7 +431,7 @@ TEST(SyntheticBadInput, NormThatIsNotF32) {
 
 TEST(SyntheticBadInput, FormatOutsideTheModelsFormats) {
   auto spec = small_spec();
-  spec.types = synthetic_types::all(gguf_type::q4_0);
+  spec.all_types(gguf_type::q4_0);
   const auto loaded = load_synthetic(spec);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   const auto model = llama<weight_formats<hedge::quant::q8_0>>::make(loaded->weights);

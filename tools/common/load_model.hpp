@@ -3,6 +3,7 @@
 // The file is mapped, not read: the weights are views of the mapping (or of the arena the
 // load-time quantization writes). A GGUF holds its vocabulary and may hold a chat template
 // (`tokenizer.chat_template`); a llama2.c .bin needs its tokenizer.bin and has none.
+// make_llama builds the forward pass over it the way every tool runs one.
 // Header-only and shared by the tools: not a tool folder of its own (it has no .cpp).
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
+#include "hedge/model/forward.hpp"
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_vocabulary.hpp"
 #include "hedge/model/llama2c.hpp"
@@ -83,6 +85,29 @@ inline result<loaded_model> load_model(const load_options& o) {
   if (o.quantize == "q8_0") HEDGE_TRY(quantize(quant::q8_0{}));
   if (o.quantize == "q4_0") HEDGE_TRY(quantize(quant::q4_0{}));
   return m;
+}
+
+/// A forward pass with the memory that holds its weights.
+struct runnable_llama {
+  os::mapped_memory arena;  ///< the repacked and fused weights
+  model::llama<> model;
+};
+
+/// The forward pass over `m` with `options` (context, threads, sessions), as the tools run
+/// it: the repacked and fused weights on huge pages (os::mapped_memory) and the file's
+/// pages of what they replace released (mapped_file::release), so the resident set holds
+/// one copy of the weights; fusing the plain-layout projections too (llama_fusion::all,
+/// a copy) then costs no memory and saves synchronisations (docs/model.md).
+inline result<runnable_llama> make_llama(loaded_model& m, model::llama_options options) {
+  options.fuse = model::llama_fusion::all;
+  const auto arena_bytes = model::llama_weight_arena_bytes(m.weights, options);
+  if (!arena_bytes) return arena_bytes.error();
+  auto arena = os::mapped_memory::allocate(*arena_bytes);
+  if (!arena) return arena.error();
+  options.weight_arena = arena->bytes();
+  auto model = model::llama<>::make(m.weights, options, [&](std::span<const std::byte> r) { m.file.release(r); });
+  if (!model) return model.error();
+  return runnable_llama{std::move(*arena), std::move(*model)};
 }
 
 }  // namespace hedge::tools

@@ -75,25 +75,17 @@ template <class Random>
 int generate(const options& o, tools::loaded_model& m, Random random) {
   const auto& cfg = m.weights.config;
   const std::size_t context = std::min<std::size_t>(o.steps, cfg.context_length);
-  // The repacked and fused weights on huge pages, and the file's pages of what they replace
-  // dropped (os/mapped_file.hpp): the resident set holds one copy of the weights, so fusing
-  // the plain-layout projections too (a copy) costs no memory and saves synchronisations.
-  llama_options lo{.context = context, .max_threads = o.threads, .fuse = llama_fusion::all};
-  const auto arena_bytes = llama_weight_arena_bytes(m.weights, lo);
-  if (!arena_bytes) return fail(arena_bytes.error());
-  auto arena = os::mapped_memory::allocate(*arena_bytes);
-  if (!arena) return fail(arena.error());
-  lo.weight_arena = arena->bytes();
-  auto model = llama<>::make(m.weights, lo, [&](std::span<const std::byte> r) { m.file.release(r); });
-  if (!model) return fail(model.error());
-  auto gen = generator<llama<>>::make(*model, m.tok);
+  auto runnable = tools::make_llama(m, {.context = context, .max_threads = o.threads});
+  if (!runnable) return fail(runnable.error());
+  auto& model = runnable->model;
+  auto gen = generator<llama<>>::make(model, m.tok);
   if (!gen) return fail(gen.error());
   auto prompt = m.tok.encode(o.prompt);
   if (!prompt) return fail(prompt.error());
   if (prompt->size() >= context)
     return fail(error{errc::capacity_exceeded} << "the prompt's " << prompt->size() << " tokens leave no room in "
                                                << context << " steps");
-  auto session = model->create_session();
+  auto session = model.create_session();
   if (!session) return fail(session.error());
   sampler<Random> chooser{{.temperature = o.temperature, .top_p = o.top_p}, random};
   const auto& settings = m.tok.vocab().settings();

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/load_model.hpp"
 #include "hedge/model/forward.hpp"
 #include "hedge/model/generate.hpp"
 #include "hedge/model/random.hpp"
@@ -73,17 +74,19 @@ class engine {
  public:
   using llama = model::llama<>;
 
-  static result<std::unique_ptr<engine>> make(const model::llama_weights& weights, const model::tokenizer& tok,
-                                              chat_format format, std::size_t context, std::size_t threads,
-                                              std::size_t queue_bound, server::metrics& metrics) {
+  /// Runs `loaded`'s model (tools::make_llama), which must outlive the engine.
+  static result<std::unique_ptr<engine>> make(tools::loaded_model& loaded, chat_format format, std::size_t context,
+                                              std::size_t threads, std::size_t queue_bound,
+                                              server::metrics& metrics) {
+    const model::tokenizer& tok = loaded.tok;
     auto e = std::unique_ptr<engine>(new engine(tok, format, threads, queue_bound, metrics));
-    auto m = llama::make(weights, {.context = context, .max_threads = threads});
+    auto m = tools::make_llama(loaded, {.context = context, .max_threads = threads});
     if (!m) return m.error();
-    e->model_ = std::make_unique<llama>(std::move(*m));
-    auto g = model::generator<llama>::make(*e->model_, tok, 256);
+    e->runnable_ = std::make_unique<tools::runnable_llama>(std::move(*m));
+    auto g = model::generator<llama>::make(e->runnable_->model, tok, 256);
     if (!g) return g.error();
     e->generator_ = std::make_unique<model::generator<llama>>(std::move(*g));
-    auto s = e->model_->create_session();
+    auto s = e->runnable_->model.create_session();
     if (!s) return s.error();
     e->session_ = *s;
     e->worker_ = std::thread([p = e.get()] { p->work(); });
@@ -101,7 +104,7 @@ class engine {
     if (worker_.joinable()) worker_.join();
   }
 
-  [[nodiscard]] std::size_t context() const noexcept { return model_->context(); }
+  [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
   [[nodiscard]] const chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
@@ -212,7 +215,7 @@ class engine {
   template <class Executor>
   result<void> run(job& j, Executor& executor) {
     const parsed_request& r = j.request;
-    HEDGE_TRY(model_->rollback(session_, 0));
+    HEDGE_TRY(runnable_->model.rollback(session_, 0));
     const auto& settings = tok_->vocab().settings();
     std::span<const model::token_id> prompt = j.prompt;
     // Echo scoring: each prompt token's log-prob given the ones before, from decoding them
@@ -223,7 +226,7 @@ class engine {
       reports.push_back({piece(prompt[0], prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
       for (std::size_t i = 0; i + 1 < prompt.size(); ++i) {
         if (j.cancelled) break;
-        auto logits = model_->decode(session_, prompt[i], executor);
+        auto logits = runnable_->model.decode(session_, prompt[i], executor);
         if (!logits) return logits.error();
         const bool first_text = i == 0 && prompt[0] == settings.bos && settings.add_space_prefix;
         reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, first_text));
@@ -292,7 +295,7 @@ class engine {
   server::metrics* metrics_;
   exec::serial serial_;
   exec::thread_pool pool_;
-  std::unique_ptr<llama> model_;
+  std::unique_ptr<tools::runnable_llama> runnable_;
   std::unique_ptr<model::generator<llama>> generator_;
   kv::kv_seq session_{};
 

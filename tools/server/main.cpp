@@ -606,7 +606,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   server::metrics metrics;
-  auto e = engine::make(m->weights, m->tok, format, context, o.threads, o.queue, metrics);
+  auto e = engine::make(*m, format, context, o.threads, o.queue, metrics);
   if (!e) return std::fprintf(stderr, "hedge-server: %s\n", e.error().c_str()), 1;
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
