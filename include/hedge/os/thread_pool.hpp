@@ -96,8 +96,7 @@ class thread_pool {
       if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
         while (generation_.load(std::memory_order_acquire) == seen) generation_.wait(seen, std::memory_order_acquire);
       }
-      const unsigned now = generation_.load(std::memory_order_acquire);
-      seen = now;
+      seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_relaxed)) return;
       if (index < parts_) {
         const range r = split_range(n_, parts_, index);
