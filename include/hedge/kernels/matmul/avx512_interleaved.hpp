@@ -122,81 +122,81 @@ HEDGE_TARGET_AVX512VNNI inline void store_tile(const __m512 (&acc)[P][M], const 
   }
 }
 
-/// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation rows.
-template <int M, int P>
-HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
-                                       const activation_row<quant::q4_0>* x, std::size_t x_block,
-                                       const tile_out& out) noexcept {
-  __m512 acc[P][M];
-  load_tile(acc, out);
+/// acc[m] += the 16 rows' dot products of block b0 | b1 (two groups' block b) with block
+/// xb of activation row m, for each of the M rows. Q4_0: the nibbles against x, minus
+/// 8 * sum(x) per block.
+template <int M>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<quant::q4_0>::block& b0,
+                                                            const interleaved<quant::q4_0>::block& b1,
+                                                            const activation_row<quant::q4_0>* x, std::size_t xb,
+                                                            __m512 (&acc)[M]) noexcept {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
-      const auto& b0 = group[2 * static_cast<std::size_t>(p) * out.group_stride * blocks + b];
-      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * out.group_stride * blocks + b];
-      if constexpr (M == 1) {  // GEMV: weights from DRAM
-        avx2::prefetch_ahead(b0);
-        avx2::prefetch_ahead(b1);
-      }
-      __m512i even[M], odd[M];
-      for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
-      HEDGE_UNROLL(4)
-      for (int j = 0; j < 4; ++j) {
-        const __m512i q = load_pair(b0, b1, j);
-        const __m512i lo = _mm512_and_si512(q, low4);                         // values 4j .. 4j+3
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
-        for (int m = 0; m < M; ++m) {
-          const std::int8_t* xq = x[m].blocks[x_block + b].qs;
-          even[m] = _mm512_dpbusd_epi32(even[m], lo, broadcast_quad(xq + 4 * j));
-          odd[m] = _mm512_dpbusd_epi32(odd[m], hi, broadcast_quad(xq + 16 + 4 * j));
-        }
-      }
-      const __m512 dw = scales_pair(b0, b1);
-      for (int m = 0; m < M; ++m) {
-        const __m512i dot =
-            _mm512_sub_epi32(_mm512_add_epi32(even[m], odd[m]), _mm512_set1_epi32(x[m].offsets[x_block + b]));
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[x_block + b]));
-        acc[p][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[p][m]);
-      }
+  __m512i even[M], odd[M];
+  for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
+  HEDGE_UNROLL(4)
+  for (int j = 0; j < 4; ++j) {
+    const __m512i q = load_pair(b0, b1, j);
+    const __m512i lo = _mm512_and_si512(q, low4);                         // values 4j .. 4j+3
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[xb].qs;
+      even[m] = _mm512_dpbusd_epi32(even[m], lo, broadcast_quad(xq + 4 * j));
+      odd[m] = _mm512_dpbusd_epi32(odd[m], hi, broadcast_quad(xq + 16 + 4 * j));
     }
   }
-  store_tile(acc, out);
+  const __m512 dw = scales_pair(b0, b1);
+  for (int m = 0; m < M; ++m) {
+    const __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even[m], odd[m]), _mm512_set1_epi32(x[m].offsets[xb]));
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[xb]));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[m]);
+  }
 }
 
-template <int M, int P>
-HEDGE_TARGET_AVX512VNNI void pair_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
-                                       const activation_row<quant::q8_0>* x, std::size_t x_block,
-                                       const tile_out& out) noexcept {
+/// Q8_0: |w| against x negated where w < 0.
+template <int M>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<quant::q8_0>::block& b0,
+                                                            const interleaved<quant::q8_0>::block& b1,
+                                                            const activation_row<quant::q8_0>* x, std::size_t xb,
+                                                            __m512 (&acc)[M]) noexcept {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i even[M], odd[M];
+  for (int m = 0; m < M; ++m) even[m] = odd[m] = zero;
+  HEDGE_UNROLL(4)
+  for (int j = 0; j < 8; j += 2) {
+    const __m512i w0 = load_pair(b0, b1, j), w1 = load_pair(b0, b1, j + 1);
+    const __mmask64 neg0 = _mm512_movepi8_mask(w0), neg1 = _mm512_movepi8_mask(w1);
+    const __m512i mag0 = _mm512_abs_epi8(w0), mag1 = _mm512_abs_epi8(w1);
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[xb].qs + 4 * j;
+      const __m512i x0 = broadcast_quad(xq), x1 = broadcast_quad(xq + 4);
+      even[m] = _mm512_dpbusd_epi32(even[m], mag0, _mm512_mask_sub_epi8(x0, neg0, zero, x0));
+      odd[m] = _mm512_dpbusd_epi32(odd[m], mag1, _mm512_mask_sub_epi8(x1, neg1, zero, x1));
+    }
+  }
+  const __m512 dw = scales_pair(b0, b1);
+  for (int m = 0; m < M; ++m) {
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[xb]));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[m], odd[m])), scale, acc[m]);
+  }
+}
+
+/// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
+/// rows, blocks [x_block, x_block + blocks) of the activation.
+template <int M, int P, class W>
+HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
+                                       const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
   __m512 acc[P][M];
   load_tile(acc, out);
-  const __m512i zero = _mm512_setzero_si512();
+  const std::size_t pair_stride = 2 * out.group_stride * blocks;  // blocks from pair p to pair p + 1
   for (std::size_t b = 0; b < blocks; ++b) {
-    for (int p = 0; p < P; ++p) {
-      const auto& b0 = group[2 * static_cast<std::size_t>(p) * out.group_stride * blocks + b];
-      const auto& b1 = group[(2 * static_cast<std::size_t>(p) + 1) * out.group_stride * blocks + b];
+    for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
+      const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
+      const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
       if constexpr (M == 1) {  // GEMV: weights from DRAM
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
       }
-      __m512i even[M], odd[M];
-      for (int m = 0; m < M; ++m) even[m] = odd[m] = zero;
-      HEDGE_UNROLL(4)
-      for (int j = 0; j < 8; j += 2) {
-        const __m512i w0 = load_pair(b0, b1, j), w1 = load_pair(b0, b1, j + 1);
-        const __mmask64 neg0 = _mm512_movepi8_mask(w0), neg1 = _mm512_movepi8_mask(w1);
-        const __m512i mag0 = _mm512_abs_epi8(w0), mag1 = _mm512_abs_epi8(w1);
-        for (int m = 0; m < M; ++m) {
-          const std::int8_t* xq = x[m].blocks[x_block + b].qs + 4 * j;
-          const __m512i x0 = broadcast_quad(xq), x1 = broadcast_quad(xq + 4);
-          even[m] = _mm512_dpbusd_epi32(even[m], mag0, _mm512_mask_sub_epi8(x0, neg0, zero, x0));
-          odd[m] = _mm512_dpbusd_epi32(odd[m], mag1, _mm512_mask_sub_epi8(x1, neg1, zero, x1));
-        }
-      }
-      const __m512 dw = scales_pair(b0, b1);
-      for (int m = 0; m < M; ++m) {
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[x_block + b]));
-        acc[p][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[m], odd[m])), scale, acc[p][m]);
-      }
+      pair_block<M>(b0, b1, x, x_block + b, acc[p]);
     }
   }
   store_tile(acc, out);
@@ -214,16 +214,16 @@ HEDGE_TARGET_AVX512VNNI void pair_rows(const typename interleaved<W>::block* gro
     return o;
   };
   std::size_t m = 0;
-  for (; m + 8 <= rows; m += 8) pair_tile<8, 1>(group, blocks, x + m, x_block, at(m));
+  for (; m + 8 <= rows; m += 8) pair_tile<8, 1, W>(group, blocks, x + m, x_block, at(m));
   if (m + 4 <= rows) {
-    pair_tile<4, 1>(group, blocks, x + m, x_block, at(m));
+    pair_tile<4, 1, W>(group, blocks, x + m, x_block, at(m));
     m += 4;
   }
   if (m + 2 <= rows) {
-    pair_tile<2, 1>(group, blocks, x + m, x_block, at(m));
+    pair_tile<2, 1, W>(group, blocks, x + m, x_block, at(m));
     m += 2;
   }
-  if (m < rows) pair_tile<1, 1>(group, blocks, x + m, x_block, at(m));
+  if (m < rows) pair_tile<1, 1, W>(group, blocks, x + m, x_block, at(m));
 }
 
 }  // namespace avx512
@@ -239,12 +239,12 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
   static_assert(gemv_streams == 4, "two pairs of streams per tile");
   const stream_split split(groups, valid);
   for (std::size_t i = 0; i < split.per_stream; ++i) {
-    avx512::pair_tile<1, 2>(group + i * blocks, blocks, &x, 0,
+    avx512::pair_tile<1, 2, W>(group + i * blocks, blocks, &x, 0,
                             {y + i * interleave_rows, 0, 4 * interleave_rows, false, split.per_stream});
   }
   std::size_t g = split.streamed();
   for (; g + 2 <= split.full; g += 2) {
-    avx512::pair_tile<1, 1>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
+    avx512::pair_tile<1, 1, W>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
   if (g < groups) {
     avx2::gemv_group_run<W>(group + g * blocks, groups - g, blocks, x, y + g * interleave_rows,
