@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <random>
 #include <span>
@@ -24,6 +23,7 @@
 #include "hedge/model/weights.hpp"
 #include "hedge/os/thread_pool.hpp"
 #include "reference_llama.hpp"
+#include "support/model_files.hpp"
 
 namespace {
 
@@ -34,7 +34,7 @@ using hedge::quant::gguf_type;
 
 /// A GGUF file's bytes in 4-byte aligned storage, as a mapped file would be.
 struct aligned_bytes {
-  std::vector<std::uint32_t> words;
+  std::vector<float> words;  ///< hedge::test::aligned_copy
   std::size_t size = 0;
   [[nodiscard]] std::span<const std::byte> span() const { return {reinterpret_cast<const std::byte*>(words.data()), size}; }
 };
@@ -60,11 +60,7 @@ result<aligned_bytes> write_synthetic_gguf(const synthetic_llama& spec) {
   HEDGE_TRY(add_synthetic_llama(w, spec, tensors));
   std::vector<std::byte> bytes;
   HEDGE_TRY(w.write(bytes));
-  aligned_bytes out;
-  out.size = bytes.size();
-  out.words.resize((bytes.size() + 3) / 4);
-  std::memcpy(out.words.data(), bytes.data(), bytes.size());
-  return out;
+  return aligned_bytes{hedge::test::aligned_copy(bytes), bytes.size()};
 }
 
 /// A synthetic GGUF, parsed, and its weights (views of `file`'s bytes).
