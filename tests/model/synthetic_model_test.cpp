@@ -425,6 +425,16 @@ TEST(SyntheticBadInput, NormThatIsNotF32) {
   EXPECT_NE(e.message().find("norm blk.0.ffn_norm.weight"), std::string_view::npos) << e.message();
 }
 
+TEST(SyntheticBadInput, WriterRefusesWhatItCannotWrite) {
+  auto spec = small_spec();
+  spec.heads = 0;
+  expect_error(write_synthetic_gguf(spec).error(), errc::invalid_argument, "at least one head");
+  spec = small_spec();
+  spec.gate_up = gguf_type::q4_k;  // rows of 64: not whole 256-element super-blocks
+  expect_error(write_synthetic_gguf(spec).error(), errc::shape_mismatch,
+               "blk.0.ffn_gate.weight: rows of 64 are not whole q4_k blocks");
+}
+
 TEST(SyntheticBadInput, FormatOutsideTheModelsFormats) {
   auto spec = small_spec();
   spec.all_types(gguf_type::q4_0);
