@@ -99,6 +99,9 @@ class cloud_client {
   cloud_client(const cloud_client&) = delete;
   cloud_client& operator=(const cloud_client&) = delete;
 
+  /// The time limits of the calls that follow (the engine cuts them to a request's deadline).
+  void set_limits(const transport_limits& limits) noexcept { config_.limits = limits; }
+
   /// POST {base}/chat/completions with stream: true; on_delta gets every delta as it arrives.
   call_outcome stream_chat(std::span<const chat_message> messages, generation_options options,
                            delta_callback on_delta, const std::atomic<bool>* cancel = nullptr) noexcept {
