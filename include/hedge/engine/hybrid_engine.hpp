@@ -331,7 +331,7 @@ class hybrid_engine {
     const bool cloud_allowed = !st.private_data && cloud_count_ > 0 && st.request->fallback;
     if (!edge_.ready()) {
       if (cloud_allowed) {
-        emit_fallback(st, tier_id::edge(), tier_id::cloud_at(0), errc::unavailable);
+        emit_fallback(st, tier_id::edge(), next_cloud(), errc::unavailable);
         run_clouds(st, false);
       } else {
         out.status = error{errc::unavailable} << (st.private_data ? "no tier may answer: private data, edge down"
@@ -342,10 +342,10 @@ class hybrid_engine {
     const auto end = run_edge(st, true, escalate && cloud_allowed, st.request->hold, st.request->sampling.max_tokens);
     if (end == edge_end::escalated) {
       out.escalated = true;
-      emit_handoff(st, tier_id::edge(), tier_id::cloud_at(0), handoff_reason::escalated);
+      emit_handoff(st, tier_id::edge(), next_cloud(), handoff_reason::escalated);
       run_clouds(st, true);
     } else if (end == edge_end::failed && cloud_allowed) {
-      emit_handoff(st, tier_id::edge(), tier_id::cloud_at(0), handoff_reason::edge_failed);
+      emit_handoff(st, tier_id::edge(), next_cloud(), handoff_reason::edge_failed);
       run_clouds(st, false);
     }
   }
@@ -425,7 +425,9 @@ class hybrid_engine {
     if (verifying && !out.verified) {
       out.verified = true;
       out.verdict = verifier_.finish();
-      if (out.verdict.action == verify::verify_action::escalate && may_escalate) {
+      // An answer cut at max_tokens and already shown whole has nothing left to continue.
+      const bool all_shown = summary->length_limited && held_.empty();
+      if (out.verdict.action == verify::verify_action::escalate && may_escalate && !all_shown) {
         held_.clear();
         held_text_.clear();
         return edge_end::escalated;
@@ -795,10 +797,10 @@ class hybrid_engine {
     race_text_.clear();
     if (end == edge_end::escalated) {
       out.escalated = true;
-      emit_handoff(st, tier_id::edge(), tier_id::cloud_at(0), handoff_reason::escalated);
+      emit_handoff(st, tier_id::edge(), next_cloud(), handoff_reason::escalated);
       run_clouds(st, true);
     } else if (end == edge_end::failed && cloud_allowed) {
-      emit_handoff(st, tier_id::edge(), tier_id::cloud_at(0), handoff_reason::edge_failed);
+      emit_handoff(st, tier_id::edge(), next_cloud(), handoff_reason::edge_failed);
       run_clouds(st, false);
     }
   }
@@ -880,6 +882,13 @@ class hybrid_engine {
   void emit(run_state& st, const engine_event& e) {
     observer_.on_event(e);
     st.on_event(e);
+  }
+
+  /// The cloud a hand-off goes to: the first whose breaker is not open.
+  tier_id next_cloud() const noexcept {
+    for (std::size_t i = 0; i < cloud_count_; ++i)
+      if (breakers_[i].state() != route::circuit::open) return tier_id::cloud_at(i);
+    return tier_id::cloud_at(0);
   }
 
   std::chrono::nanoseconds elapsed(const run_state& st) const {
