@@ -389,9 +389,11 @@ class hybrid_engine {
           }
         }
       }
-      hold_token(st, t);
-      release_held(st, hold, false);
-      if (clock_.now() >= st.deadline) {
+      // One clock reading per token: the commit buffer's times and the deadline share it.
+      const time_point now = clock_.now();
+      hold_token(t, now);
+      release_held(st, hold, false, now);
+      if (now >= st.deadline) {
         timed_out = true;
         return false;
       }
@@ -437,17 +439,17 @@ class hybrid_engine {
     return edge_end::accepted;
   }
 
-  void hold_token(run_state&, const edge_token& t) {
+  void hold_token(const edge_token& t, time_point now) {
     held_token h{static_cast<std::uint32_t>(held_text_.size()), static_cast<std::uint32_t>(t.text.size()), t.id,
-                 t.logprob, clock_.now()};
+                 t.logprob, now};
     held_text_.append(t.text);
     held_.push_back(h);
   }
 
   /// Releases held tokens past the commit buffer (all of them with `all`).
-  void release_held(run_state& st, delivery hold, bool all) {
+  void release_held(run_state& st, delivery hold, bool all, std::optional<time_point> at = std::nullopt) {
     std::size_t n = 0;
-    const auto now = clock_.now();
+    const auto now = at ? *at : clock_.now();
     const auto hold_time = std::chrono::duration_cast<typename C::duration>(hold.hold_time);
     while (n < held_.size()) {
       const std::size_t remaining = held_.size() - n;
@@ -826,9 +828,9 @@ class hybrid_engine {
       out.tiers[tier.slot()].delivered_tokens += tokens;
     }
     tier_report& rep = out.tiers[tier.slot()];
-    if (!text.empty() || tokens > 0) {
+    if ((!text.empty() || tokens > 0) && !rep.time_to_first_token) {
       const auto since = elapsed(st);
-      if (!rep.time_to_first_token) rep.time_to_first_token = since;
+      rep.time_to_first_token = since;
       if (!out.time_to_first_token) out.time_to_first_token = since;
     }
     engine_event e;
