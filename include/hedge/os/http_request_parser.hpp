@@ -172,8 +172,8 @@ class http_request_parser {
   [[nodiscard]] bool expects_continue() const noexcept { return expect_continue_; }
   [[nodiscard]] int status() const noexcept { return status_; }
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
-  /// The method of the request being read ("HEAD" answers carry no body).
-  [[nodiscard]] const std::string& method() const noexcept { return request_.method; }
+  /// The target of the request being read (empty before its request line).
+  [[nodiscard]] const std::string& target() const noexcept { return request_.target; }
   [[nodiscard]] int minor_version() const noexcept { return request_.minor_version; }
 
  private:

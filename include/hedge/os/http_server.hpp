@@ -310,8 +310,10 @@ class http_response {
 class http_server {
  public:
   using handler = std::function<void(http_request&&, http_response)>;
-  /// The body of a response the server writes itself (400, 408, 413, 431, 500, 503, ...).
-  using error_body = std::function<std::string(int status, std::string_view message)>;
+  /// The body of a response the server writes itself (400, 408, 413, 431, 500, 503, ...);
+  /// `target` is the request's when its request line was read, else empty. Called on the
+  /// loop thread (it may count the refusal).
+  using error_body = std::function<std::string(int status, std::string_view target, std::string_view message)>;
 
   /// Binds and listens; serve with run().
   static result<std::unique_ptr<http_server>> listen(http_server_options options, handler h,
@@ -478,7 +480,7 @@ class http_server {
       const int yes = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
       if (connections_.size() >= options_.max_connections) {
-        const std::string body = error_text(503, "more than " + std::to_string(options_.max_connections) + " connections");
+        const std::string body = error_text(503, {}, "more than " + std::to_string(options_.max_connections) + " connections");
         const std::string reply = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + error_content_type_ +
                                   "\r\nContent-Length: " + std::to_string(body.size()) +
                                   "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
@@ -568,7 +570,7 @@ class http_server {
           if (!connections_.count(id)) return;
           break;
         case http_request_parser::step::failed:
-          return refuse(c, c.parser.status(), c.parser.message(), now);
+          return refuse(c, c.parser.status(), std::string(c.parser.message()), now);
         case http_request_parser::step::complete: dispatch(c, c.parser.take(), now); return;
       }
     }
@@ -607,7 +609,7 @@ class http_server {
       b.started = b.ended = true;
       b.close_after = true;
       b.head_only = false;
-      const std::string body = error_text(status, message);
+      const std::string body = error_text(status, c.parser.target(), message);
       b.append_head(status, error_content_type_, {}, "Content-Length: " + std::to_string(body.size()) + "\r\n");
       b.out += body;
     }
@@ -615,8 +617,8 @@ class http_server {
     flush(c, now);
   }
 
-  std::string error_text(int status, std::string_view message) const {
-    return error_body_ ? error_body_(status, message) : std::string(message) + "\n";
+  std::string error_text(int status, std::string_view target, std::string_view message) const {
+    return error_body_ ? error_body_(status, target, message) : std::string(message) + "\n";
   }
 
   void flush_dirty(clock::time_point now) {
@@ -637,7 +639,7 @@ class http_server {
       auto& b = *c.box;
       if (b.active && b.abandoned && !b.ended) {
         if (!b.started) {
-          const std::string body = error_text(500, "the handler gave no response");
+          const std::string body = error_text(500, {}, "the handler gave no response");
           b.close_after = true;
           b.append_head(500, error_content_type_, {}, "Content-Length: " + std::to_string(body.size()) + "\r\n");
           b.out += body;
