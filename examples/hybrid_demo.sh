@@ -23,7 +23,7 @@ if [ $# -gt 0 ]; then
   esac
 fi
 if [ ! -x "$server" ]; then
-  echo "SKIP: $server is not built (it needs cpp-httplib and rapidjson: scripts/deps.sh)"
+  echo "SKIP: $server is not built (it needs Linux and rapidjson: scripts/deps.sh)"
   exit 77
 fi
 

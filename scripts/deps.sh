@@ -6,10 +6,10 @@ set -euo pipefail
 # compiles with it beside clang-14 (the default clang) and g++ 12. qemu-system-arm runs
 # the Cortex-M firmware image (board mps2-an500); qemu-user runs the AArch64 tests.
 # rapidjson (header-only) is the cloud protocol layer's JSON reader and writer; libcurl is
-# the default HTTP(S) transport (os/http_transport.hpp); cpp-httplib serves hedge-server;
+# the default HTTP(S) transport (os/http_transport.hpp); hedge-server serves HTTP itself (os/http_server.hpp);
 # curl (and jq) are real clients in the server's tests; openssl makes the HTTPS test's certificate.
 packages=(cmake ninja-build g++ clang clang-22 libclang-rt-14-dev libeigen3-dev libxsimd-dev libgtest-dev
-          libbenchmark-dev nlohmann-json3-dev rapidjson-dev libcurl4-openssl-dev libcpp-httplib-dev curl jq openssl
+          libbenchmark-dev nlohmann-json3-dev rapidjson-dev libcurl4-openssl-dev curl jq openssl
           gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
           g++-aarch64-linux-gnu qemu-user qemu-system-arm)
 missing=()

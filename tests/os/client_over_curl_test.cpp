@@ -105,4 +105,59 @@ TEST(ClientOverCurl, TooManyRequestsReachesTheClient) {
   EXPECT_NE(c.outcome.status.error().message().find("queue full"), std::string_view::npos);
 }
 
+TEST(ClientOverCurl, CompletesAtDoneWhileTheConnectionStaysOpen) {
+  // A keep-alive server: [DONE], then no last chunk and no close for longer than the gap limit.
+  fake_http_server server([](connection& c) {
+    c.send(sse_head + chunk(delta("Once")) + chunk(finish));
+    c.pause(std::chrono::milliseconds(3000));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const call c = stream_chat(server);
+  ASSERT_TRUE(c.outcome.ok()) << c.outcome.status.error().message();
+  EXPECT_EQ(c.text, "Once");
+  EXPECT_EQ(c.outcome.finish_reason.view(), "stop");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+}
+
+TEST(ClientOverCurl, ServerErrorTextComesWithoutControlBytes) {
+  fake_http_server server([](connection& c) {
+    const std::string body = R"({"error":{"message":"bad\u001b[2J\u0007\r\nfake prompt$ \u009b","type":"x\u001b"}})";
+    c.send("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  const call c = stream_chat(server);
+  ASSERT_FALSE(c.outcome.ok());
+  const std::string_view message = c.outcome.status.error().message();
+  for (const char ch : message) {
+    const auto b = static_cast<unsigned char>(ch);
+    EXPECT_TRUE(b >= 0x20 && b != 0x7f) << "control byte " << int(b) << " in: " << message;
+  }
+  EXPECT_NE(message.find("bad\\x1b[2J\\x07\\r\\nfake prompt$"), std::string_view::npos) << message;
+}
+
+TEST(ClientOverCurl, ANonHttpReplyIsUnavailableNotABadUrl) {
+  fake_http_server server([](connection& c) { c.send("SSH-2.0-OpenSSH_9.2\r\n"); });
+  const call c = stream_chat(server);
+  ASSERT_FALSE(c.outcome.ok());
+  EXPECT_EQ(c.outcome.status.error().code(), hedge::errc::unavailable) << c.outcome.status.error().message();
+  EXPECT_NE(c.outcome.status.error().message().find("not HTTP"), std::string_view::npos)
+      << c.outcome.status.error().message();
+}
+
+TEST(ClientOverCurl, AnEndlessHeaderLineNamesTheLimit) {
+  fake_http_server server([](connection& c) {
+    c.send("HTTP/1.1 200 OK\r\nX-Endless: ");
+    const std::string filler(64 * 1024, 'a');
+    for (int i = 0; i < 64 && c.send(filler); ++i) {
+    }
+  });
+  const call c = stream_chat(server);
+  ASSERT_FALSE(c.outcome.ok());
+  EXPECT_EQ(c.outcome.status.error().code(), hedge::errc::unavailable) << c.outcome.status.error().message();
+  EXPECT_NE(c.outcome.status.error().message().find("header"), std::string_view::npos)
+      << c.outcome.status.error().message();
+  EXPECT_NE(c.outcome.status.error().message().find("limit"), std::string_view::npos)
+      << c.outcome.status.error().message();
+}
+
 }  // namespace

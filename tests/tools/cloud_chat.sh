@@ -29,6 +29,61 @@ check "a malformed API key in the environment exits 1 before any request" [ $? -
 check "a malformed API key is refused without being shown" \
   bash -c "grep -q 'HEDGE_API_KEY' '$work/badkey.txt' && ! grep -q 'bad' '$work/badkey.txt' && ! grep -q 'cannot connect' '$work/badkey.txt'"
 
+# A hostile or merely keep-alive server (issue 29, items 12-14), scripted with python3 when
+# present: one reply per run, on a free port.
+if command -v python3 > /dev/null; then
+  hostile() { # hostile SCENARIO: serves one connection; prints its port
+    python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept(); c.settimeout(3)
+try:
+    c.recv(65536)
+    kind = sys.argv[1]
+    if kind == "keepalive":
+        body = ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\\u001b[2J\\u0007\"},\"finish_reason\":null}]}\n\n"
+                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  + b"%x\r\n%s\r\n" % (len(body), body.encode()))
+        time.sleep(3)
+    elif kind == "error":
+        body = b"{\"error\":{\"message\":\"bad\\u001b]0;owned\\u0007\\rfake$ \",\"type\":\"invalid_request_error\"}}"
+        c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    elif kind == "not-http":
+        c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+    elif kind == "endless-header":
+        c.sendall(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+        for _ in range(64): c.sendall(b"a" * 65536)
+except OSError:
+    pass
+c.close()
+' "$1" > "$work/hostile.port" &
+    for _ in $(seq 50); do [ -s "$work/hostile.port" ] && break; sleep 0.1; done
+    hostile_url=http://127.0.0.1:$(cat "$work/hostile.port"); rm -f "$work/hostile.port"
+  }
+  hostile keepalive
+  t0=$(date +%s%N)
+  timeout 20 "$chat" --url "$hostile_url" -i x --gap-timeout 2000 > "$work/keepalive.txt" 2> "$work/keepalive.err"
+  rc=$?; t1=$(date +%s%N); wait
+  check "12. [DONE] on a connection left open: exit 0 at once ($(((t1 - t0) / 1000000)) ms)" \
+    [ $rc -eq 0 -a $(((t1 - t0) / 1000000)) -lt 1500 ]
+  check "13. the streamed text's control bytes are escaped" \
+    [ "$(cat "$work/keepalive.txt")" = 'Hi\x1b[2J\x07' ]
+  hostile error
+  timeout 20 "$chat" --url "$hostile_url" -i x > /dev/null 2> "$work/error.err"; wait
+  check "13. a server's error message reaches the terminal escaped" \
+    bash -c "! LC_ALL=C grep -q \$'[\\x01-\\x08\\x0b-\\x1f\\x7f]' '$work/error.err' && grep -qF 'bad\\x1b]0;owned\\x07\\rfake\$' '$work/error.err'"
+  hostile not-http
+  timeout 20 "$chat" --url "$hostile_url" -i x > /dev/null 2> "$work/not-http.err"; rc=$?; wait
+  check "14. a non-HTTP reply: exit 1, 'the reply is not HTTP'" [ $rc -eq 1 ] && grep -q "the reply is not HTTP" "$work/not-http.err"
+  hostile endless-header
+  timeout 20 "$chat" --url "$hostile_url" -i x > /dev/null 2> "$work/endless.err"; rc=$?; wait
+  check "14. an endless header line names the limit" [ $rc -eq 1 ] && grep -q "CURL_MAX_HTTP_HEADER" "$work/endless.err"
+else
+  echo "python3 is absent: the hostile-server checks (issue 29, items 12-14) were skipped"
+fi
+
 model=$models/stories260K.gguf
 if [ ! -f "$model" ]; then
   if [ -z "$demo" ] || ! "$demo" --write-synthetic "$work/synthetic.gguf"; then

@@ -13,6 +13,9 @@
 // adds /v1. The API key comes from $HEDGE_API_KEY, $OPENAI_API_KEY or the file named by
 // $HEDGE_API_KEY_FILE (os/api_key.hpp), never from a flag; without one no Authorization
 // header is sent. Without -i the prompt is read from stdin.
+// Everything printed that came from the server has its control characters escaped
+// (cloud::escape_control; the answer's text keeps its line breaks and tabs), so a hostile server
+// cannot drive the terminal. The call completes at `[DONE]`, open connection or not.
 // Exit status: 0 the answer completed, 1 an error (the message says which, after the text
 // received before it, which stays on stdout), 2 a usage error.
 #include <atomic>
@@ -124,6 +127,13 @@ std::string parse_args(int argc, char** argv, options& o) {
   return {};
 }
 
+/// Server text with its control characters escaped (line breaks kept when `text`).
+std::string printable(std::string_view s, bool text = false) {
+  std::string out;
+  cloud::escape_control(s, text, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
 /// Prints each token's log-prob and alternatives, one line per token (the --logprobs report).
 void print_logprobs(const std::vector<std::string>& lines) {
   if (lines.empty()) return;
@@ -160,15 +170,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> logprob_lines;
   const auto on_delta = [&](const cloud::choice_delta& d) {
     if (!d.text.empty()) {
-      std::fwrite(d.text.data(), 1, d.text.size(), stdout);
+      const std::string text = printable(d.text, true);
+      std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     }
     if (o.generation.top_logprobs) {
       for (const auto& t : d.tokens) {
-        std::string line(t.token);
+        std::string line = printable(t.token);
         line.append("\t").append(std::to_string(t.logprob));
         for (const auto& alt : t.top_logprobs())
-          line.append("\t").append(alt.token).append("=").append(std::to_string(alt.logprob));
+          line.append("\t").append(printable(alt.token)).append("=").append(std::to_string(alt.logprob));
         logprob_lines.push_back(std::move(line));
       }
     }
@@ -195,7 +206,7 @@ int main(int argc, char** argv) {
   const double first_ms =
       outcome.time_to_first_token ? std::chrono::duration<double, std::milli>(*outcome.time_to_first_token).count() : 0;
   // Without streaming every token arrives at once: there is no decode rate to report.
-  const std::string finish(outcome.finish_reason.view().empty() ? "none" : outcome.finish_reason.view());
+  const std::string finish = outcome.finish_reason.view().empty() ? "none" : printable(outcome.finish_reason.view());
   if (o.stream)
     std::fprintf(stderr, "first token: %.1f ms, decode: %zu tokens, %.1f tok/s, finish: %s", first_ms,
                  outcome.tokens, outcome.tokens_per_second, finish.c_str());
@@ -208,7 +219,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "\n");
   if (!outcome.ok()) {
     std::fprintf(stderr, "hedge-cloud-chat: %s (HTTP %d, after %zu tokens and %zu bytes of text)\n",
-                 outcome.status.error().c_str(), outcome.http_status, outcome.tokens, outcome.text_bytes);
+                 printable(outcome.status.error().message()).c_str(), outcome.http_status, outcome.tokens, outcome.text_bytes);
     return 1;
   }
   return 0;

@@ -6,13 +6,17 @@
 // Endpoints: POST /v1/chat/completions and /v1/completions (streamed as server-sent
 // events, or not), GET /v1/models, /health and /metrics (Prometheus text). Once the socket
 // listens it prints `listening on http://HOST:PORT` on stdout (--port 0: a free port).
-// HTTP is cpp-httplib's: its thread pool reads and checks requests (tokenizing the prompt
-// included), one worker thread runs the model (engine.hpp: one generation at a time, a
-// bounded FIFO, 429 with Retry-After when full). Errors answer OpenAI's error body
-// {"error": {"message", "type", "param", "code"}}. docs/cloud.md "hedge-server" has the
-// contract. SIGINT or SIGTERM stops it: waiting requests get 503, the process exits 0.
+// HTTP is hedge's own (os/http_server.hpp: one epoll loop, every limit named there); its
+// handler threads read and check requests (tokenizing the prompt included, refused in memory
+// bounded by the context), one worker thread runs the model (scheduler.hpp: one generation at
+// a time, a bounded FIFO, 429 with Retry-After when full) and writes each response as it
+// goes. Errors answer OpenAI's error body {"error": {"message", "type", "param", "code"}}.
+// docs/cloud.md "hedge-server" has the contract. SIGINT or SIGTERM stops it: waiting requests
+// get 503, open streams an error event and [DONE], the running generation is cancelled, and
+// the process exits 0 within about a second.
 // Exit status: 0 stopped, 1 a model or socket error, 2 a usage error.
 #include <atomic>
+#include <array>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
@@ -23,13 +27,13 @@
 #include <thread>
 #include <vector>
 
-#include <httplib.h>
 #include <pthread.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include "../common/load_model.hpp"
-#include "engine.hpp"
+#include "hedge/os/http_server.hpp"
+#include "scheduler.hpp"
 
 namespace {
 
@@ -45,14 +49,16 @@ constexpr const char* usage_text =
     "  --threads N     threads of the model (default 1)\n"
     "  --ctx-size N    positions per request, prompt included (default: the model's trained context;\n"
     "                  more is allowed, with a warning)\n"
-    "  --queue N       requests waiting for the model before 429 (default 16)\n"
+    "  --queue N       requests waiting for the model besides the one running, before 429\n"
+    "                  (default 16; 0: one runs and none waits)\n"
     "  --alias NAME    the model's name in responses and /v1/models (default: the file's name)\n"
     "  --chat-template plain|chatml|llama3|llama2|zephyr\n"
     "                  the chat format (default: recognised from the GGUF's template, else plain)\n"
     "prints 'listening on http://HOST:PORT' once it accepts connections\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 a model or socket error, 2 a usage error\n";
 
-constexpr std::size_t max_body_bytes = 8u << 20;
+/// The longest `model` a request may name: it is echoed in every streamed chunk.
+constexpr std::size_t max_model_name_bytes = 256;
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "hedge-server: %s\n%s", message.c_str(), usage_text);
@@ -115,11 +121,6 @@ std::string error_body(const api_error& e) {
   w.EndObject();
   w.EndObject();
   return std::string(b.GetString(), b.GetSize());
-}
-
-void send_error(httplib::Response& res, const api_error& e) {
-  res.status = e.status;
-  res.set_content(error_body(e), "application/json");
 }
 
 /// What one response has in common: its id, creation time, model name.
@@ -228,55 +229,43 @@ void put_completion_logprobs(json_writer& w, const std::vector<const token_repor
 
 class server_app {
  public:
-  server_app(std::unique_ptr<engine> e, std::string model_name, std::size_t queue_bound, server::metrics& m)
-      : engine_(std::move(e)), model_name_(std::move(model_name)), queue_bound_(queue_bound), metrics_(&m) {}
+  server_app(std::unique_ptr<scheduler> s, std::string model_name, std::size_t queue_bound, server::metrics& m)
+      : scheduler_(std::move(s)), model_name_(std::move(model_name)), queue_bound_(queue_bound), metrics_(&m) {}
 
-  void install(httplib::Server& http) {
-    http.Post("/v1/chat/completions",
-              [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("{\"status\":\"ok\"}", "application/json");
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_->render(engine_->queue_depth(), engine_->running()), "text/plain; version=0.0.4");
-    });
-    // A known path with another method: 405 with Allow; any other path: 404 (the error
-    // handler writes the body).
-    const auto fallback = [](const httplib::Request& req, httplib::Response& res) {
-      const std::string_view allow = allowed(req.path);
-      if (allow.empty()) {
-        res.status = 404;
-        return;
-      }
-      res.set_header("Allow", std::string(allow));
-      send_error(res, {405, "method " + req.method + " is not allowed on " + req.path + " (" + std::string(allow) + ")",
-                       {}, "method_not_allowed"});
-    };
-    http.Get(".*", fallback);
-    http.Post(".*", fallback);
-    http.Put(".*", fallback);
-    http.Patch(".*", fallback);
-    http.Delete(".*", fallback);
-    http.Options(".*", fallback);
-    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      api_error e{res.status, "HTTP " + std::to_string(res.status), {}, {}};
-      if (res.status == 404) e = {404, "no such path: " + req.path, {}, "not_found"};
-      if (res.status == 413)
-        e = {413, "the request body exceeds " + std::to_string(max_body_bytes) + " bytes", {}, "payload_too_large"};
-      // cpp-httplib caps a form-urlencoded body at 8 KiB (curl -d sends that type).
-      if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
-        e.message = "a body sent as application/x-www-form-urlencoded is limited to 8192 bytes: send "
-                    "Content-Type: application/json";
-      send_error(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      metrics_->request(allowed(req.path).empty() ? "other" : req.path, res.status);
-    });
+  /// Answers one request (on an HTTP handler thread; never blocks on the model).
+  void handle(os::http_request&& req, os::http_response res) {
+    const std::string path(req.path());
+    const std::string_view allow = allowed(path);
+    const std::string endpoint = allow.empty() ? "other" : path;
+    const bool get = req.method == "GET" || req.method == "HEAD";
+    if (allow.empty()) return send_error(res, endpoint, {404, "no such path: " + path.substr(0, 256), {}, "not_found"});
+    if (allow == "POST" && req.method == "POST") return complete(req, std::move(res), endpoint, path == "/v1/chat/completions");
+    if (allow != "POST" && get) {
+      if (path == "/health") return send(res, endpoint, 200, "application/json", "{\"status\":\"ok\"}");
+      if (path == "/metrics")
+        return send(res, endpoint, 200, "text/plain; version=0.0.4",
+                    metrics_->render(scheduler_->queue_depth(), scheduler_->running()));
+      return send(res, endpoint, 200, "application/json", models());
+    }
+    const os::http_response_header allow_header[] = {{"Allow", allow}};
+    send_error(res, endpoint,
+               {405, "method " + req.method.substr(0, 32) + " is not allowed on " + path + " (" + std::string(allow) + ")",
+                {}, "method_not_allowed"},
+               allow_header);
   }
+
+  /// The body of a response the HTTP layer refuses itself (413, 431, 408, 400, ...), counted.
+  std::string refusal(int status, std::string_view target, std::string_view message) {
+    const std::string path(target.substr(0, target.find('?')));
+    metrics_->request(allowed(path).empty() ? "other" : path, status);
+    const char* code = status == 413 ? "payload_too_large" : status == 431 ? "request_header_fields_too_large"
+                       : status == 408 ? "request_timeout" : status == 503 ? "service_unavailable" : "";
+    return error_body({status, std::string(message), {}, code, status >= 500 ? "server_error" : "invalid_request_error"});
+  }
+
+  /// Waiting requests get 503, the running generation is cancelled (its stream ends with an
+  /// error event and [DONE]); returns once the model's worker has stopped.
+  void shutdown() { scheduler_->shutdown(); }
 
  private:
   static std::string_view allowed(const std::string& path) {
@@ -285,7 +274,18 @@ class server_app {
     return {};
   }
 
-  void models(httplib::Response& res) const {
+  void send(os::http_response& res, const std::string& endpoint, int status, std::string_view type,
+            std::string_view body, std::span<const os::http_response_header> headers = {}) {
+    metrics_->request(endpoint, status);
+    res.send(status, type, body, headers);
+  }
+
+  void send_error(os::http_response& res, const std::string& endpoint, const api_error& e,
+                  std::span<const os::http_response_header> headers = {}) {
+    send(res, endpoint, e.status, "application/json", error_body(e), headers);
+  }
+
+  std::string models() const {
     rapidjson::StringBuffer b;
     json_writer w(b);
     w.StartObject();
@@ -303,66 +303,93 @@ class server_app {
     put_key(w, "owned_by");
     w.String("hedge");
     put_key(w, "context_length");
-    w.Uint64(engine_->context());
+    w.Uint64(scheduler_->context());
     w.EndObject();
     w.EndArray();
     w.EndObject();
-    res.set_content(std::string(b.GetString(), b.GetSize()), "application/json");
+    return std::string(b.GetString(), b.GetSize());
   }
 
-  /// Checks the request, tokenizes its prompt and queues it.
-  void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+  api_error too_long(bool chat, const std::string& message) const {
+    return {400, message + ": more than the context of " + std::to_string(scheduler_->context()) + " tokens",
+            chat ? "messages" : "prompt", "context_length_exceeded"};
+  }
+
+  /// Checks the request, tokenizes its prompt (in memory bounded by the context) and queues
+  /// it; the worker answers it.
+  void complete(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
     auto j = std::make_shared<job>();
-    if (auto e = parse_request(req.body, chat, j->request)) return send_error(res, *e);
+    if (auto e = parse_request(req.body, chat, j->request)) return send_error(res, endpoint, *e);
+    req.body = std::string();
     const parsed_request& r = j->request;
-    const auto& tok = engine_->tokenizer();
+    if (r.model.size() > max_model_name_bytes)
+      return send_error(res, endpoint, {400, "'model' has " + std::to_string(r.model.size()) + " bytes, more than " +
+                                                 std::to_string(max_model_name_bytes), "model", {}});
+    const auto& tok = scheduler_->tokenizer();
+    const std::size_t context = scheduler_->context();
     if (chat) {
-      auto ids = engine_->renderer().render(r.messages);
-      if (!ids) return send_error(res, {400, std::string(ids.error().message()), "messages", {}});
+      // Each message's text makes at least size / max_bytes_per_id ids, template aside.
+      std::size_t at_least = 0;
+      for (const auto& m : r.messages) at_least += m.content.size() / tok.max_bytes_per_id();
+      if (at_least > context)
+        return send_error(res, endpoint, too_long(chat, "the messages make at least " + std::to_string(at_least) + " tokens"));
+      auto ids = scheduler_->renderer().render(r.messages);
+      if (!ids) return send_error(res, endpoint, {400, std::string(ids.error().message()), "messages", {}});
       j->prompt = std::move(*ids);
     } else if (r.prompt_is_ids) {
+      if (r.prompt_ids.size() > context)
+        return send_error(res, endpoint, too_long(chat, "the prompt has " + std::to_string(r.prompt_ids.size()) + " tokens"));
       for (std::size_t i = 0; i < r.prompt_ids.size(); ++i)
         if (!tok.vocab().contains(r.prompt_ids[i]))
-          return send_error(res, {400, "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt_ids[i]) +
-                                           ", outside the vocabulary of " + std::to_string(tok.vocab().size()),
-                                  "prompt", {}});
+          return send_error(res, endpoint,
+                            {400, "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt_ids[i]) +
+                                      ", outside the vocabulary of " + std::to_string(tok.vocab().size()),
+                             "prompt", {}});
       j->prompt = r.prompt_ids;
     } else {
-      auto ids = tok.encode(r.prompt);
-      if (!ids) return send_error(res, {400, std::string(ids.error().message()), "prompt", {}});
+      auto ids = tok.encode_at_most(r.prompt, context);
+      if (!ids && ids.error().code() == errc::capacity_exceeded)
+        return send_error(res, endpoint, too_long(chat, "the prompt of " + std::to_string(r.prompt.size()) + " bytes makes "
+                                                           "more tokens"));
+      if (!ids) return send_error(res, endpoint, {400, std::string(ids.error().message()), "prompt", {}});
       j->prompt = std::move(*ids);
     }
     if (j->prompt.empty()) j->prompt.push_back(tok.vocab().settings().bos);
     // The prompt and at least one generated token fit the context (the prompt alone
     // when only scored): positions = prompt + generated - 1.
-    const std::size_t context = engine_->context();
     const bool score_only = r.max_tokens && *r.max_tokens == 0;
     if (j->prompt.size() > context)
-      return send_error(res, {400,
-                              "the prompt has " + std::to_string(j->prompt.size()) + " tokens, more than the context of " +
-                                  std::to_string(context),
-                              chat ? "messages" : "prompt", "context_length_exceeded"});
+      return send_error(res, endpoint, too_long(chat, "the prompt has " + std::to_string(j->prompt.size()) + " tokens"));
     const std::size_t room = context - j->prompt.size() + 1;
     j->max_tokens = score_only ? 0 : r.max_tokens ? std::min<std::size_t>(room, static_cast<std::size_t>(*r.max_tokens)) : room;
     response_head head{(chat ? "chatcmpl-hedge-" : "cmpl-hedge-") + std::to_string(++next_id_),
                        r.model.empty() ? model_name_ : r.model, static_cast<std::int64_t>(std::time(nullptr)), chat};
-    if (!engine_->submit(j)) {
-      res.set_header("Retry-After", "1");
-      return send_error(res, {429, "the server is busy: " + std::to_string(queue_bound_) +
-                                       " requests already wait for the model; retry later",
-                              {}, "rate_limit_exceeded", "rate_limit_error"});
+    // The worker writes the response as the job changes; a client that leaves cancels it.
+    j->changed = [this, res, head = std::move(head), endpoint, st = stream_state{}](job& changed) mutable {
+      deliver(changed, res, head, endpoint, st);
+    };
+    res.on_client_gone([weak = std::weak_ptr<job>(j)] {
+      if (auto p = weak.lock()) p->cancelled = true;
+    });
+    switch (scheduler_->submit(j)) {
+      case scheduler::admission::queued: return;
+      case scheduler::admission::busy: {
+        const os::http_response_header retry[] = {{"Retry-After", "1"}};
+        return send_error(res, endpoint,
+                          {429, "the server is busy: " + std::to_string(queue_bound_) +
+                                    " requests already wait for the model besides the one running; retry later",
+                           {}, "rate_limit_exceeded", "rate_limit_error"},
+                          retry);
+      }
+      case scheduler::admission::stopping:
+        return send_error(res, endpoint, {503, "the server is shutting down", {}, {}, "server_error"});
     }
-    if (r.stream) return stream(res, j, std::move(head));
-    std::unique_lock lock(j->mutex);
-    j->changed.wait(lock, [&] { return j->done; });
-    if (j->error) return send_error(res, *j->error);
-    res.set_content(whole_response(*j, head), "application/json");
   }
 
   /// The prompt's text as echoed.
   std::string echo_text(const job& j) const {
     if (!j.request.prompt_is_ids) return j.request.prompt;
-    auto text = engine_->tokenizer().decode(j.prompt);
+    auto text = scheduler_->tokenizer().decode(j.prompt);
     return text ? *text : std::string();
   }
 
@@ -464,88 +491,69 @@ class server_app {
     return "data: " + std::string(b.GetString(), b.GetSize()) + "\n\n";
   }
 
-  /// Streams the job's events as they come; a failed write cancels the generation.
-  void stream(httplib::Response& res, std::shared_ptr<job> j, response_head head) {
-    struct state {
-      std::size_t next = 0;      // events sent
-      std::size_t offset = 0;    // text_offset of the next token (completions)
-      bool opened = false;       // the role chunk (chat) or the echo (completions) sent
-      bool finished = false;
-    };
-    auto st = std::make_shared<state>();
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, j, head = std::move(head), st](std::size_t, httplib::DataSink& sink) {
-          const parsed_request& r = j->request;
-          std::string out;
-          std::vector<piece_event> fresh;
-          bool done = false;
-          std::optional<api_error> error;
-          std::vector<token_report> prompt_reports;
-          {
-            std::unique_lock lock(j->mutex);
-            const bool scoring = r.echo && r.logprobs;
-            j->changed.wait(lock, [&] {
-              return j->done || j->events.size() > st->next || (!st->opened && (j->scored || !scoring));
-            });
-            if (!st->opened && !(r.echo && r.logprobs && !j->scored)) prompt_reports = j->prompt_logprobs;
-            fresh.assign(j->events.begin() + static_cast<std::ptrdiff_t>(st->next), j->events.end());
-            st->next = j->events.size();
-            done = j->done;
-            error = j->error;
-          }
-          if (error) {
-            // The status line is sent: the error travels as an event, as OpenAI streams it.
-            out = "data: " + error_body(*error) + "\n\n";
-            st->finished = true;
-          } else {
-            if (!st->opened && (j->scored || !r.echo || !r.logprobs)) {
-              st->opened = true;
-              if (head.chat) {
-                out += chunk(head, r, "", true, {}, 0, nullptr);
-              } else if (r.echo) {
-                std::vector<const token_report*> tokens;
-                for (const auto& t : prompt_reports) tokens.push_back(&t);
-                const std::string text = echo_text(*j);
-                out += chunk(head, r, text, false, tokens, 0, nullptr);
-                st->offset = text.size();
-              } else {
-                st->offset = echo_text(*j).size();
-              }
-            }
-            for (const auto& e : fresh) {
-              std::vector<const token_report*> tokens;
-              if (e.token) tokens.push_back(&*e.token);
-              if (e.text.empty() && tokens.empty()) continue;
-              out += chunk(head, r, e.text, false, tokens, st->offset, nullptr);
-              if (e.token) st->offset += e.token->text.size();
-            }
-            if (done) {
-              std::string reason;
-              {
-                std::lock_guard lock(j->mutex);
-                reason = j->finish_reason;
-              }
-              out += chunk(head, r, "", false, {}, 0, reason.c_str());
-              if (r.include_usage) out += usage_chunk(head, *j);
-              st->finished = true;
-            }
-          }
-          if (st->finished) out += "data: [DONE]\n\n";
-          if (!out.empty() && !sink.write(out.data(), out.size())) {
-            j->cancelled = true;
-            return false;
-          }
-          if (st->finished) sink.done();
-          return true;
-        },
-        [j](bool success) {
-          if (!success) j->cancelled = true;
-        });
+  /// How far a stream has gone.
+  struct stream_state {
+    bool started = false;      // the HTTP head is sent
+    bool opened = false;       // the role chunk (chat) or the echo (completions) sent
+    std::size_t offset = 0;    // text_offset of the next token (completions)
+  };
+
+  /// Writes what the job has produced since the last call (on the worker thread). A stream's
+  /// head goes out with its first event; an error before it is a plain error response, an
+  /// error after it an error event, then [DONE]. A failed write cancels the generation.
+  void deliver(job& j, os::http_response& res, const response_head& head, const std::string& endpoint,
+               stream_state& st) {
+    const parsed_request& r = j.request;
+    if (!r.stream) {
+      if (!j.done) return;
+      if (j.error) return send_error(res, endpoint, *j.error);
+      return send(res, endpoint, 200, "application/json", whole_response(j, head));
+    }
+    if (!st.started) {
+      if (j.done && j.error) return send_error(res, endpoint, *j.error);
+      metrics_->request(endpoint, 200);
+      const os::http_response_header no_cache[] = {{"Cache-Control", "no-cache"}};
+      res.start(200, "text/event-stream", no_cache);
+      st.started = true;
+    }
+    std::string out;
+    if (j.error) {
+      // The status line is sent: the error travels as an event, as OpenAI streams it.
+      out = "data: " + error_body(*j.error) + "\n\ndata: [DONE]\n\n";
+    } else {
+      if (!st.opened && (j.scored || !r.echo || !r.logprobs)) {
+        st.opened = true;
+        if (head.chat) {
+          out += chunk(head, r, "", true, {}, 0, nullptr);
+        } else if (r.echo) {
+          std::vector<const token_report*> tokens;
+          for (const auto& t : j.prompt_logprobs) tokens.push_back(&t);
+          const std::string text = echo_text(j);
+          out += chunk(head, r, text, false, tokens, 0, nullptr);
+          st.offset = text.size();
+        } else {
+          st.offset = echo_text(j).size();
+        }
+      }
+      for (const auto& e : j.events) {
+        std::vector<const token_report*> tokens;
+        if (e.token) tokens.push_back(&*e.token);
+        if (e.text.empty() && tokens.empty()) continue;
+        out += chunk(head, r, e.text, false, tokens, st.offset, nullptr);
+        if (e.token) st.offset += e.token->text.size();
+      }
+      j.events.clear();  // sent: a long stream holds no history
+      if (j.done) {
+        out += chunk(head, r, "", false, {}, 0, j.finish_reason.c_str());
+        if (r.include_usage) out += usage_chunk(head, j);
+        out += "data: [DONE]\n\n";
+      }
+    }
+    if (!out.empty() && !res.write(out)) j.cancelled = true;
+    if (j.done) res.end();
   }
 
-  std::unique_ptr<engine> engine_;
+  std::unique_ptr<scheduler> scheduler_;
   std::string model_name_;
   std::size_t queue_bound_;
   server::metrics* metrics_;
@@ -606,47 +614,41 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   server::metrics metrics;
-  auto e = engine::make(*m, format, context, o.threads, o.queue, metrics);
+  auto e = scheduler::make(*m, format, context, o.threads, o.queue, metrics);
   if (!e) return std::fprintf(stderr, "hedge-server: %s\n", e.error().c_str()), 1;
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
   server_app app(std::move(*e), name, o.queue, metrics);
 
-  httplib::Server http;
-  // The connection threads: enough that `--queue` requests can wait while others are
-  // read, checked and refused with 429.
-  const std::size_t connections = o.queue + 8;
-  http.new_task_queue = [connections] { return new httplib::ThreadPool(connections); };
-  http.set_payload_max_length(max_body_bytes);
-  // Each streamed token goes out at once: no Nagle wait behind the previous chunk's ACK.
-  http.set_tcp_nodelay(true);
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
-  app.install(http);
-  int port = o.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(o.host);
-    if (port < 0) return std::fprintf(stderr, "hedge-server: cannot listen on %s\n", o.host.c_str()), 1;
-  } else if (!http.bind_to_port(o.host, port)) {
-    return std::fprintf(stderr, "hedge-server: cannot listen on %s:%d\n", o.host.c_str(), port), 1;
-  }
+  // Every limit is http_server_options' default (os/http_server.hpp; docs/cloud.md lists them).
+  os::http_server_options http_options;
+  http_options.host = o.host;
+  http_options.port = static_cast<std::uint16_t>(o.port);
+  auto http = os::http_server::listen(
+      http_options, [&app](os::http_request&& req, os::http_response res) { app.handle(std::move(req), std::move(res)); },
+      [&app](int status, std::string_view target, std::string_view message) { return app.refusal(status, target, message); },
+      "application/json");
+  if (!http) return std::fprintf(stderr, "hedge-server: %s\n", http.error().c_str()), 1;
   std::fprintf(stderr, "hedge-server: %s, context %zu, chat template %s, %zu thread(s), queue %zu\n", o.model.c_str(),
                context, std::string(to_string(format)).c_str(), o.threads, o.queue);
   const bool ipv6 = o.host.find(':') != std::string::npos;
-  std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", port);
+  std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", (*http)->port());
   std::fflush(stdout);
 
+  // On a signal: the model stops first (waiting requests get 503, the running stream its error
+  // event), then the HTTP server sends what is queued and closes, within a second.
   std::atomic<bool> signalled{false};
   std::thread stopper([&] {
     int received = 0;
     sigwait(&stop_signals, &received);
     signalled = true;
-    http.stop();
+    app.shutdown();
+    (*http)->stop(std::chrono::milliseconds(1000));
   });
-  const bool listened = http.listen_after_bind();
-  // Stopped by something other than a signal (a failed accept): end the stopper.
+  const auto served = (*http)->run();
+  // Stopped by something other than a signal (a failed epoll_wait): end the stopper.
   if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
-  if (!signalled && !listened) return std::fprintf(stderr, "hedge-server: the listening socket failed\n"), 1;
+  if (!signalled && !served) return std::fprintf(stderr, "hedge-server: %s\n", served.error().c_str()), 1;
   return 0;
 }

@@ -14,10 +14,13 @@
 //   400/404/413/422 are invalid_argument, 401/403 rejected, 408/504 timeout, 429 and other
 //   5xx unavailable;
 // - a stream that ends without `[DONE]` or a finish reason: errc::unavailable
-//   "stream cut after N tokens";
+//   "stream cut after N tokens" (at `[DONE]` the call completes and the transfer stops, so a
+//   keep-alive server that leaves the connection open does not hold it);
 // - the transport's own errors (timeout, cancelled, connection lost), with the token count;
 // - a malformed chunk: parse_error; an event larger than the event buffer: capacity_exceeded.
-// The API key is sent as "Authorization: Bearer <key>" and appears nowhere else.
+// The API key is sent as "Authorization: Bearer <key>" and appears nowhere else. Text from the
+// server in an error message has its control characters escaped (escape_control), so printing
+// the message cannot drive a terminal.
 #pragma once
 
 #include <atomic>
@@ -36,6 +39,36 @@
 #include "hedge/core/result.hpp"
 
 namespace hedge::cloud {
+
+/// Hands `text` to out(std::string_view) piece by piece with its control characters escaped:
+/// C0 and DEL as \n, \r, \t or \xHH, C1 (U+0080..U+009F, which some terminals obey as ESC
+/// sequences) as \u00HH; `keep_line_breaks` passes \n and \t as they are (text meant to be
+/// read as text). Server text goes through this before it reaches a terminal or a log.
+template <class Out>
+constexpr void escape_control(std::string_view text, bool keep_line_breaks, Out&& out) noexcept {
+  constexpr char hex[] = "0123456789abcdef";
+  std::size_t plain = 0;  // start of the run not yet handed out
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const bool c1 = b == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (!c1 && ((b >= 0x20 && b != 0x7f) || (keep_line_breaks && (b == '\n' || b == '\t')))) continue;
+    out(text.substr(plain, i - plain));
+    if (c1) {
+      const auto c = static_cast<unsigned char>(text[++i]);
+      const char escaped[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      out(std::string_view(escaped, sizeof escaped));
+    } else if (b == '\n' || b == '\r' || b == '\t') {
+      const char escaped[] = {'\\', b == '\n' ? 'n' : b == '\r' ? 'r' : 't'};
+      out(std::string_view(escaped, sizeof escaped));
+    } else {
+      const char escaped[] = {'\\', 'x', hex[b >> 4], hex[b & 15]};
+      out(std::string_view(escaped, sizeof escaped));
+    }
+    plain = i + 1;
+  }
+  out(text.substr(plain));
+}
 
 /// A source of time for call timings; std::chrono::steady_clock models it, tests use a fake.
 template <class C>
@@ -148,6 +181,7 @@ class cloud_client {
     stream_.reset();
     error_size_ = 0;
     failed_ = false;
+    stopped_at_done_ = false;
     bool event_stream = true;
     auto count = [&](const choice_delta& d) {
       if (!out.time_to_first_token && (!d.text.empty() || !d.tokens.empty())) {
@@ -170,6 +204,11 @@ class cloud_client {
         return true;
       }
       if (auto r = stream_.feed(piece, count); !r) return fail(r.error());
+      // [DONE] is the end, whether or not the server closes or ends the chunked body.
+      if (stream_.done()) {
+        stopped_at_done_ = true;
+        return false;
+      }
       return true;
     };
     auto sent = send(path, body, true, on_head, on_body, cancel);
@@ -189,6 +228,7 @@ class cloud_client {
     const auto start = clock_.now();
     error_size_ = 0;
     failed_ = false;
+    stopped_at_done_ = false;
     std::size_t size = 0;
     auto on_head = [&](const http_response_head& head) {
       out.http_status = head.status;
@@ -291,7 +331,8 @@ class cloud_client {
       return error{errc::unsupported} << "HTTP " << out.http_status << " without text/event-stream to a streamed request";
     }
     if (!sent) {
-      if (streaming && stream_.completed() && sent.error().code() == errc::unavailable) return ok();
+      if (streaming && stream_.completed() && (sent.error().code() == errc::unavailable || stopped_at_done_))
+        return ok();
       error e{sent.error().code()};
       if (sent.error().code() == errc::unavailable && streaming && out.http_status != 0)
         e << "stream cut after " << stream_.tokens() << " tokens: ";
@@ -328,8 +369,13 @@ class cloud_client {
   static error server_error(errc code, int status, const error_body& body) noexcept {
     error e{code};
     e << "HTTP " << status;
-    if (!body.type.empty()) e << " " << body.type;
-    e << ": " << (body.message.empty() ? std::string_view("no message") : body.message);
+    const auto append = [&e](std::string_view piece) { e << piece; };
+    if (!body.type.empty()) {
+      e << " ";
+      escape_control(body.type, false, append);
+    }
+    e << ": ";
+    escape_control(body.message.empty() ? std::string_view("no message") : body.message, false, append);
     return e;
   }
 
@@ -354,6 +400,7 @@ class cloud_client {
   char error_body_[Sizes.error_body];
   std::size_t error_size_ = 0;
   bool failed_ = false;
+  bool stopped_at_done_ = false;  ///< the transfer was stopped by the client at [DONE]
   error failure_{};
   completion_stream<Sizes.event, Sizes.tokens> stream_;
   response_reader<Sizes.tokens> reader_;

@@ -213,6 +213,28 @@ class tokenizer {
     return ids;
   }
 
+  /// The most bytes of text one id covers: an id covers at most its piece of the escaped text,
+  /// which is no shorter than the text (a byte-fallback id covers one byte, an unknown one at
+  /// most a 4-byte character). So a text of n bytes makes at least n / max_bytes_per_id() ids.
+  [[nodiscard]] std::size_t max_bytes_per_id() const noexcept {
+    return vocab_.max_piece_bytes() > 4 ? vocab_.max_piece_bytes() : 4;
+  }
+
+  /// Encodes `text` if it makes at most `max_ids` ids, else capacity_exceeded; the memory is
+  /// bounded by max_ids, not by the text: a text that must make more ids (over
+  /// max_ids * max_bytes_per_id() bytes) is refused before any work.
+  result<std::vector<token_id>> encode_at_most(std::string_view text, std::size_t max_ids,
+                                               encode_options options = {}) const {
+    if (text.size() / max_bytes_per_id() > max_ids)
+      return error{errc::capacity_exceeded} << "encode: text of " << text.size() << " bytes makes more than " << max_ids
+                                            << " ids";
+    auto ids = encode(text, options);
+    if (ids && ids->size() > max_ids)
+      return error{errc::capacity_exceeded} << "encode: text of " << text.size() << " bytes makes " << ids->size()
+                                            << " ids, more than " << max_ids;
+    return ids;
+  }
+
   /// Decodes `ids` into `out`; returns the bytes written. An id out of range, or an `out`
   /// too small (the message says how many bytes are needed), is an error.
   result<std::size_t> decode(std::span<const token_id> ids, std::span<char> out, decode_options options = {}) const noexcept {

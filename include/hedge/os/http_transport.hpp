@@ -25,6 +25,8 @@
 //                    was cut ("stream cut after N body bytes: ...") after every byte received
 //                    was passed to on_body (Content-Length short, chunked body without its last
 //                    chunk, connection reset)
+//                    or sent something else than HTTP ("the reply is not HTTP"), or a response head
+//                    line past libcurl's limit ("a response header line longer than ... 100 KiB")
 //   timeout          names the limit ("no byte for 1000 ms between chunks (between_chunks limit)")
 //   rejected         "cancelled ..." by the flag or by a sink callback returning false
 //   io_error         TLS (certificate, handshake) and other transfer failures, with curl's reason
@@ -465,8 +467,14 @@ class curl_transport {
         return error{errc::io_error} << "TLS: " << reason;
       case CURLE_URL_MALFORMAT:
       case CURLE_UNSUPPORTED_PROTOCOL:
+        // Once the request is on the wire, this is the reply's fault ("Received HTTP/0.9").
+        if (transfer.issued) return error{errc::unavailable} << "the reply is not HTTP: " << reason;
         return error{errc::invalid_argument} << "bad URL: " << reason;
       case CURLE_OUT_OF_MEMORY:
+        // libcurl reports a head line longer than its buffer as out of memory.
+        if (transfer.issued && !transfer.head_sent)
+          return error{errc::unavailable} << "a response header line longer than libcurl's limit "
+                                             "(CURL_MAX_HTTP_HEADER, 100 KiB)";
         return error{errc::out_of_memory} << reason;
       default:
         return error{errc::io_error} << reason;

@@ -1,13 +1,16 @@
-// tools/server/engine.hpp: one model, one worker thread, a bounded FIFO of requests.
+// tools/server/scheduler.hpp: the local model's scheduler: one worker thread, a bounded FIFO.
 //
 // Generations run one at a time, in arrival order, on the worker thread, which alone
 // touches the model, its session and the generator: requests are not batched. The queue
-// holds at most `queue_bound` requests waiting besides the one running; `submit` refuses
-// the next (the HTTP layer answers 429). The HTTP threads read what a job produced
-// through its mutex and condition variable: the prompt's log-probs (echo scoring), then
-// one event per generated piece, then `done`. A job whose client left (`cancelled`) is
-// skipped if still waiting, and stops at its next token if running: the generator's
-// callback returns false. The one session is rolled back to empty before each job.
+// holds at most `queue_bound` requests waiting besides the one running (0: one runs, none
+// waits); `submit` refuses the next (the HTTP layer answers 429). Once submitted, a job is
+// touched by the worker thread only: it fills in the prompt's log-probs (echo scoring), one
+// event per generated piece, then `done`, and calls the job's `changed` after each step, so
+// the HTTP layer writes the response from the worker thread (a slow reader slows the
+// generation: back-pressure). A job whose client left (`cancelled`) is skipped if still
+// waiting, and stops at its next token if running: the generator's callback returns false.
+// shutdown() ends waiting jobs with 503 and cancels the running one, which ends with the same
+// 503 error (a stream sends it as an error event). The session is rolled back before each job.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -56,30 +60,30 @@ struct job {
   std::vector<model::token_id> prompt;
   std::size_t max_tokens = 0;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
-  std::atomic<bool> cancelled{false};
+  std::atomic<bool> cancelled{false};  ///< set from any thread: the client left
+  /// Called on the worker thread after each change below (may be empty).
+  std::function<void(job&)> changed;
 
-  // Written by the worker under `mutex`.
-  std::mutex mutex;
-  std::condition_variable changed;
+  // Written by the worker once submitted.
   std::vector<token_report> prompt_logprobs;  ///< echo with logprobs: one per prompt token
   bool scored = false;                        ///< prompt_logprobs is complete
-  std::vector<piece_event> events;
+  std::vector<piece_event> events;  ///< the consumer may erase what it has sent
   bool done = false;
   std::optional<api_error> error;
   std::string finish_reason = "length";
   std::size_t completion_tokens = 0;
 };
 
-class engine {
+class scheduler {
  public:
   using llama = model::llama<>;
 
-  /// Runs `loaded`'s model (tools::make_llama), which must outlive the engine.
-  static result<std::unique_ptr<engine>> make(tools::loaded_model& loaded, chat_format format, std::size_t context,
+  /// Runs `loaded`'s model (tools::make_llama), which must outlive the scheduler.
+  static result<std::unique_ptr<scheduler>> make(tools::loaded_model& loaded, chat_format format, std::size_t context,
                                               std::size_t threads, std::size_t queue_bound,
                                               server::metrics& metrics) {
     const model::tokenizer& tok = loaded.tok;
-    auto e = std::unique_ptr<engine>(new engine(tok, format, threads, queue_bound, metrics));
+    auto e = std::unique_ptr<scheduler>(new scheduler(tok, format, threads, queue_bound, metrics));
     auto m = tools::make_llama(loaded, {.context = context, .max_threads = threads});
     if (!m) return m.error();
     e->runnable_ = std::make_unique<tools::runnable_llama>(std::move(*m));
@@ -93,30 +97,43 @@ class engine {
     return e;
   }
 
-  engine(const engine&) = delete;
-  engine& operator=(const engine&) = delete;
-  ~engine() {
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+  ~scheduler() { shutdown(); }
+
+  /// Waiting jobs end with 503, the running one is cancelled and ends with 503; returns once
+  /// the worker has stopped. Later submits are refused.
+  void shutdown() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
+      stopping_flag_ = true;
     }
     wake_.notify_all();
     if (worker_.joinable()) worker_.join();
+  }
+
+  [[nodiscard]] bool stopping() const {
+    std::lock_guard lock(mutex_);
+    return stopping_;
   }
 
   [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
   [[nodiscard]] const chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
-  /// Queues a job; false when `queue_bound` jobs already wait.
-  bool submit(std::shared_ptr<job> j) {
+  enum class admission { queued, busy, stopping };
+
+  /// Queues a job; busy when one runs and `queue_bound` already wait.
+  admission submit(std::shared_ptr<job> j) {
     {
       std::lock_guard lock(mutex_);
-      if (waiting_.size() >= queue_bound_) return false;
+      if (stopping_) return admission::stopping;
+      if (waiting_.size() + running_.load() > queue_bound_) return admission::busy;
       waiting_.push_back(std::move(j));
     }
     wake_.notify_one();
-    return true;
+    return admission::queued;
   }
 
   [[nodiscard]] std::size_t queue_depth() const {
@@ -134,7 +151,7 @@ class engine {
   }
 
  private:
-  engine(const model::tokenizer& tok, chat_format format, std::size_t threads, std::size_t queue_bound,
+  scheduler(const model::tokenizer& tok, chat_format format, std::size_t threads, std::size_t queue_bound,
          server::metrics& metrics)
       : tok_(&tok), renderer_(tok, format), threads_(threads), queue_bound_(queue_bound), metrics_(&metrics),
         pool_(threads) {}
@@ -146,32 +163,38 @@ class engine {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
         if (stopping_) {
-          for (const auto& w : waiting_) finish(*w, api_error{503, "the server is shutting down", {}, {}, "server_error"});
+          for (const auto& w : waiting_) finish(*w, shutting_down());
           waiting_.clear();
           return;
         }
         j = std::move(waiting_.front());
         waiting_.pop_front();
+        running_ = 1;
       }
       if (j->cancelled) {
         metrics_->cancelled();
         finish(*j, std::nullopt);
-        continue;
+      } else {
+        run(*j);
       }
-      running_ = 1;
-      run(*j);
+      std::lock_guard lock(mutex_);
       running_ = 0;
     }
   }
 
+  static api_error shutting_down() { return api_error{503, "the server is shutting down", {}, {}, "server_error"}; }
+
+  bool halted(const job& j) const { return j.cancelled.load() || stopping_flag_.load(); }
+
+  static void changed(job& j) {
+    if (j.changed) j.changed(j);
+  }
+
   void finish(job& j, std::optional<api_error> e) {
-    {
-      std::lock_guard lock(j.mutex);
-      j.error = std::move(e);
-      j.scored = true;
-      j.done = true;
-    }
-    j.changed.notify_all();
+    j.error = std::move(e);
+    j.scored = true;
+    j.done = true;
+    changed(j);
   }
 
   /// The log-prob of `target` under `logits`, and the `top` most probable tokens.
@@ -203,6 +226,7 @@ class engine {
 
   void run(job& j) {
     auto result = threads_ == 1 ? run(j, serial_) : run(j, pool_);
+    if (stopping_flag_.load()) return finish(j, shutting_down());
     if (!result) {
       const bool capacity = result.error().code() == errc::capacity_exceeded;
       finish(j, api_error{capacity ? 400 : 500, std::string(result.error().message()), {},
@@ -225,19 +249,16 @@ class engine {
       std::vector<token_report> reports;
       reports.push_back({piece(prompt[0], prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
       for (std::size_t i = 0; i + 1 < prompt.size(); ++i) {
-        if (j.cancelled) break;
+        if (halted(j)) break;
         auto logits = runnable_->model.decode(session_, prompt[i], executor);
         if (!logits) return logits.error();
         const bool first_text = i == 0 && prompt[0] == settings.bos && settings.add_space_prefix;
         reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, first_text));
       }
-      if (j.cancelled) return ok();
-      {
-        std::lock_guard lock(j.mutex);
-        j.prompt_logprobs = std::move(reports);
-        j.scored = true;
-      }
-      j.changed.notify_all();
+      if (halted(j)) return ok();
+      j.prompt_logprobs = std::move(reports);
+      j.scored = true;
+      changed(j);
       prompt = prompt.subspan(prompt.size() - 1);
       if (j.max_tokens == 0) {
         metrics_->generation(j.prompt.size(), 0, -1, 0);
@@ -268,19 +289,13 @@ class engine {
           report.top.emplace_back(piece(t.choice.alternatives[k].id), t.choice.alternatives[k].logprob);
         e.token = std::move(report);
       }
-      {
-        std::lock_guard lock(j.mutex);
-        j.events.push_back(std::move(e));
-      }
-      j.changed.notify_all();
-      return !j.cancelled.load();
+      j.events.push_back(std::move(e));
+      changed(j);
+      return !halted(j);
     });
     if (!summary) return summary.error();
-    {
-      std::lock_guard lock(j.mutex);
-      j.completion_tokens = summary->generated;
-      j.finish_reason = summary->reason == model::stop_reason::max_tokens ? "length" : "stop";
-    }
+    j.completion_tokens = summary->generated;
+    j.finish_reason = summary->reason == model::stop_reason::max_tokens ? "length" : "stop";
     if (summary->reason == model::stop_reason::cancelled) metrics_->cancelled();
     const std::size_t decoded = summary->generated > 0 ? summary->generated - 1 : 0;
     metrics_->generation(j.prompt.size(), summary->generated, ttft,
@@ -303,7 +318,8 @@ class engine {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<job>> waiting_;
   bool stopping_ = false;
-  std::atomic<std::size_t> running_{0};
+  std::atomic<std::size_t> running_{0};  ///< written under mutex_
+  std::atomic<bool> stopping_flag_{false};  ///< stopping_, read by the worker without the lock
   std::thread worker_;
 };
 
