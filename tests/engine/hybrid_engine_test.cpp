@@ -445,8 +445,9 @@ TEST_F(engine_test, a_full_kv_cache_hands_off_to_the_cloud_after_the_delivered_t
   ASSERT_TRUE(out.ok()) << out.status.error().c_str();
   EXPECT_EQ(rec.text, "The edge answer from the cloud.");
   EXPECT_NE(transport().sent[0].find("\"content\":\"The edge\"}"), std::string::npos);
-  EXPECT_EQ(rec.events[2].kind, event_kind::handoff);
-  EXPECT_EQ(rec.events[2].why, handoff_reason::edge_failed);
+  ASSERT_EQ(rec.events[3].kind, event_kind::handoff);  // routed, "The", " edge", then the hand-off
+  EXPECT_EQ(rec.events[3].why, handoff_reason::edge_failed);
+  EXPECT_EQ(rec.events[3].at_token, 2u);
 }
 
 TEST_F(engine_test, a_full_kv_cache_on_a_private_request_is_an_error_that_keeps_the_text) {
@@ -713,6 +714,40 @@ TEST_F(engine_test, telemetry_counts_and_exports) {
   EXPECT_NE(json.find("\"escalations\":1"), std::string::npos) << json;
   EXPECT_NE(prom.find("hedge_engine_tier_retries_total{tier=\"cloud0\"} 1"), std::string::npos) << prom;
   EXPECT_NE(prom.find("hedge_engine_tier_ttft_ms_bucket{tier=\"cloud0\",le=\"+Inf\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hedge::engine::test
+
+namespace hedge::engine::test {
+namespace {
+
+TEST_F(engine_test, a_cancelled_request_stops_every_tier_and_keeps_what_was_delivered) {
+  make(2);
+  transport(0).script.push_back({200, sse_chat({"one", " two", " three"})});
+  std::atomic<bool> cancel{false};
+  engine_request r = ask("q", mode::cloud_first);
+  r.cancel = &cancel;
+  recorder rec;
+  const auto out = engine->run(r, [&](const engine_event& e) {
+    rec(e);
+    if (e.kind == event_kind::token) cancel = true;
+  });
+  EXPECT_FALSE(out.ok());
+  EXPECT_EQ(out.status.error().message(), "cancelled");
+  EXPECT_EQ(rec.text, "one");
+  EXPECT_TRUE(transport(1).sent.empty());
+  EXPECT_EQ(edge.calls, 0);
+}
+
+TEST_F(engine_test, the_routed_event_comes_first_with_the_mode_and_reason) {
+  make();
+  recorder rec;
+  engine->run(ask("hello", mode::edge_first), rec);
+  ASSERT_FALSE(rec.events.empty());
+  EXPECT_EQ(rec.events[0].kind, event_kind::routed);
+  EXPECT_EQ(rec.events[0].ran, mode::edge_first);
+  EXPECT_EQ(rec.events[0].tier, tier_id::edge());
 }
 
 }  // namespace

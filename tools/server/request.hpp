@@ -54,6 +54,15 @@ struct parsed_request {
   std::size_t top_logprobs = 0;  ///< alternatives per token
   bool echo = false;             ///< completions: the prompt, and its log-probs with logprobs
   bool ignore_eos = false;       ///< vLLM's and llama.cpp's extension: no stop on EOS
+  /// The gateway's per-request controls: the body's optional `hedge` object (docs/cloud.md).
+  struct hedge_controls {
+    std::uint32_t data_classes = 0;  ///< route::data_class bits
+    double ttft_slo_ms = 0.0, max_cost = 0.0;
+    std::string mode = "auto";       ///< auto, edge, cloud, race
+    bool fallback = true;
+    std::string delivery = "immediate";  ///< immediate, verified, or a count of tokens held
+    std::uint32_t hold_tokens = 0;
+  } hedge;
 };
 
 namespace detail {
@@ -236,6 +245,58 @@ inline std::optional<api_error> parse_request(const std::string& body, bool chat
     if (const auto* v = field("echo")) {
       if (!v->is_bool()) return wrong_type("echo", *v, "a boolean");
       r.echo = v->as_bool();
+    }
+  }
+  if (const auto* v = field("hedge")) {
+    if (!v->is_object()) return wrong_type("hedge", *v, "an object");
+    auto& h = r.hedge;
+    const auto number = [&](const char* name, double& out) -> std::optional<api_error> {
+      const auto* n = detail::member(*v, name);
+      if (!n || n->is_null()) return std::nullopt;
+      if (!n->is_number() || !(n->as_double() >= 0.0)) return bad(std::string("hedge.") + name, std::string("'hedge.") + name + "' must be a number >= 0");
+      out = n->as_double();
+      return std::nullopt;
+    };
+    if (auto e = number("ttft_slo_ms", h.ttft_slo_ms)) return e;
+    if (auto e = number("max_cost", h.max_cost)) return e;
+    if (const auto* c = detail::member(*v, "data_class"); c && !c->is_null()) {
+      static constexpr std::pair<std::string_view, std::uint32_t> classes[] = {
+          {"public", 1u}, {"internal", 2u}, {"contractual", 4u}, {"regulated", 8u}, {"personal", 16u}, {"private", 16u}};
+      const auto add = [&](const json::value& name) -> bool {
+        if (!name.is_string()) return false;
+        for (const auto& [text, bit] : classes)
+          if (detail::text_of(name) == text) return h.data_classes |= bit, true;
+        return false;
+      };
+      bool good = true;
+      if (c->is_array()) {
+        for (std::size_t i = 0; i < c->size(); ++i) good = good && add((*c)[i]);
+      } else {
+        good = add(*c);
+      }
+      if (!good)
+        return bad("hedge.data_class", "'hedge.data_class' must name public, internal, contractual, regulated, personal "
+                                       "or private (a string or an array of them)");
+    }
+    if (const auto* m = detail::member(*v, "mode"); m && !m->is_null()) {
+      const std::string mode = m->is_string() ? detail::text_of(*m) : std::string();
+      if (mode != "auto" && mode != "edge" && mode != "cloud" && mode != "race")
+        return bad("hedge.mode", "'hedge.mode' must be auto, edge, cloud or race");
+      h.mode = mode;
+    }
+    if (const auto* f = detail::member(*v, "fallback"); f && !f->is_null()) {
+      if (!f->is_bool()) return wrong_type("hedge.fallback", *f, "a boolean");
+      h.fallback = f->as_bool();
+    }
+    if (const auto* d = detail::member(*v, "delivery"); d && !d->is_null()) {
+      if (d->is_int64() && d->as_int64() >= 0 && d->as_int64() <= 1'000'000) {
+        h.delivery = "buffer";
+        h.hold_tokens = static_cast<std::uint32_t>(d->as_int64());
+      } else if (d->is_string() && (detail::text_of(*d) == "immediate" || detail::text_of(*d) == "verified")) {
+        h.delivery = detail::text_of(*d);
+      } else {
+        return bad("hedge.delivery", "'hedge.delivery' must be immediate, verified or a count of tokens to hold");
+      }
     }
   }
   // max_tokens 0 only scores the prompt (vLLM allows it with echo).

@@ -59,7 +59,8 @@ constexpr std::string_view to_string(handoff_reason r) noexcept {
   return "unknown";
 }
 
-enum class event_kind : std::uint8_t { token, handoff, retry, fallback, breaker };
+/// `routed` comes first, once the mode is known (a gateway sends its response head then).
+enum class event_kind : std::uint8_t { routed, token, handoff, retry, fallback, breaker };
 
 struct engine_event {
   event_kind kind = event_kind::token;
@@ -75,6 +76,8 @@ struct engine_event {
   std::uint32_t attempt = 0;   ///< retry: the attempt about to be made (2, 3, ...)
   std::chrono::milliseconds delay{0};  ///< retry: the back-off before it
   breaker_transition transition = breaker_transition::none;  ///< breaker
+  mode ran = mode::automatic;                    ///< routed: the mode chosen
+  route::reason route_reason = route::reason::none;  ///< routed: the router's reason
 };
 
 /// Bytes [begin, end) of the delivered text came from `tier`.

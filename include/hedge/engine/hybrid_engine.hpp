@@ -218,6 +218,15 @@ class hybrid_engine {
     const mode chosen = choose_mode(st);
     outcome.ran = chosen;
     if (!outcome.ok()) return finish(st);
+    {
+      engine_event e;
+      e.kind = event_kind::routed;
+      e.ran = chosen;
+      e.route_reason = outcome.route_reason;
+      e.tier = chosen == mode::edge_only || chosen == mode::edge_first || chosen == mode::race ? tier_id::edge()
+                                                                                               : next_cloud();
+      emit(st, e);
+    }
     switch (chosen) {
       case mode::edge_only: run_edge_mode(st, false); break;
       case mode::edge_first: run_edge_mode(st, true); break;
@@ -372,7 +381,7 @@ class hybrid_engine {
     bool escalated = false, timed_out = false, stopped = false;
     const time_point began = clock_.now();
     auto on_token = [&](const edge_token& t) -> bool {
-      if (before_token != nullptr && !(*before_token)()) {
+      if ((before_token != nullptr && !(*before_token)()) || cancelled(st)) {
         stopped = true;
         return false;
       }
@@ -421,6 +430,11 @@ class hybrid_engine {
     if (timed_out) {
       release_held(st, hold, true);
       out.status = error{errc::timeout} << "the request's deadline passed at the edge after " << out.tokens << " tokens";
+      return edge_end::stopped;
+    }
+    if (cancelled(st)) {
+      release_held(st, hold, true);  // tokens already produced are not lost
+      out.status = error{errc::rejected, "cancelled"};
       return edge_end::stopped;
     }
     if (stopped) return edge_end::stopped;
@@ -506,6 +520,10 @@ class hybrid_engine {
     error last{errc::unavailable, "no cloud endpoint configured"};
     std::size_t tried = first;
     for (std::size_t i = first; i < cloud_count_; ++i) {
+      if (cancelled(st)) {
+        out.status = error{errc::rejected, "cancelled"};
+        return;
+      }
       const bool begun = first_begun && i == first;
       breaker_transition t = breaker_transition::none;
       if (!begun && !breakers_[i].allow(&t)) {
@@ -519,6 +537,10 @@ class hybrid_engine {
       last = r.error();
       if (r.error().code() == errc::rejected && r.error().message().starts_with("over")) break;
       if (i + 1 < cloud_count_) emit_fallback(st, tier_id::cloud_at(i), tier_id::cloud_at(i + 1), last.code());
+    }
+    if (cancelled(st)) {
+      out.status = error{errc::rejected, "cancelled"};
+      return;
     }
     if (edge_fallback && edge_.ready() && clock_.now() < st.deadline) {
       out.fell_back = true;
@@ -545,6 +567,7 @@ class hybrid_engine {
         return error{errc::rejected} << "over the request's cost cap (" << st.request->max_cost << ") at cloud " << i;
       cloud_poll result = attempt_cloud(st, i, begun && attempt == 1);
       ++rep.attempts;
+      if (cancelled(st)) return error{errc::rejected, "cancelled"};
       if (result.state == cloud_state::finished) {
         if (auto t = breakers_[i].record_success(); t != breaker_transition::none) emit_breaker(st, i, t);
         if (result.finish_reason == "length") out.finish_reason = "length";
@@ -596,7 +619,7 @@ class hybrid_engine {
       tokens += p.tokens;
       restorer_.feed(p.text, [&](std::string_view text) { deliver(st, tier_id::cloud_at(i), text, -1, p.logprob, 0); });
       count_cloud_tokens(st, i, p.tokens);
-      return true;
+      return !cancelled(st);
     };
     cloud_poll result;
     if (!begun) {
@@ -884,6 +907,10 @@ class hybrid_engine {
   void emit(run_state& st, const engine_event& e) {
     observer_.on_event(e);
     st.on_event(e);
+  }
+
+  static bool cancelled(const run_state& st) noexcept {
+    return st.request->cancel != nullptr && st.request->cancel->load(std::memory_order_relaxed);
   }
 
   /// The cloud a hand-off goes to: the first whose breaker is not open.

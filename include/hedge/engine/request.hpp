@@ -6,6 +6,7 @@
 // sampling options. Every view must stay valid until the engine's run() returns.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -89,6 +90,9 @@ struct engine_request {
   /// ("context summarization at the routing boundary"); the last message goes as it is.
   bool summarize_history = false;
   std::uint32_t expected_output_tokens = 0;  ///< for the router; 0: sampling.max_tokens
+  /// Set from any thread to stop the request (its client left): every tier stops at its next
+  /// token, and the outcome is errc::rejected "cancelled" with the text delivered before.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 }  // namespace hedge::engine

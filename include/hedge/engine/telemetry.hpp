@@ -73,6 +73,7 @@ class telemetry {
 
   void on_event(const engine_event& e) noexcept {
     switch (e.kind) {
+      case event_kind::routed:
       case event_kind::token: break;
       case event_kind::handoff:
         ++tiers[e.from.slot()].handoffs_out;
