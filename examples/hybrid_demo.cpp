@@ -123,6 +123,7 @@ void serve(demo_engine& hybrid, std::string_view label, engine::engine_request r
   std::printf("\n%s\n  \"%.*s\"\n", label.data(), static_cast<int>(request.prompt.size()), request.prompt.data());
   const auto out = hybrid.run(request, [](const engine::engine_event& e) {
     switch (e.kind) {
+      case engine::event_kind::routed:
       case engine::event_kind::token: break;
       case engine::event_kind::handoff:
         std::printf("  hand-off %s -> %s at token %zu (%s)\n", tier_name(e.from).data(), tier_name(e.tier).data(),
