@@ -32,6 +32,8 @@
 #include <rapidjson/writer.h>
 
 #include "../common/load_model.hpp"
+#include "gateway.hpp"
+#include "hedge/os/api_key.hpp"
 #include "hedge/os/http_server.hpp"
 #include "scheduler.hpp"
 
@@ -43,6 +45,8 @@ using namespace hedge::server;
 constexpr const char* usage_text =
     "usage: hedge-server -m MODEL [-z TOKENIZER] [--host HOST] [--port PORT] [--threads N] [--ctx-size N]\n"
     "                    [--queue N] [--alias NAME] [--chat-template NAME]\n"
+    "                    [--cloud URL]... [--cloud-model NAME] [--cloud-price IN,OUT] [--edge-price IN,OUT]\n"
+    "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N]\n"
     "  -m MODEL        a GGUF file, or a llama2.c .bin (then -z TOKENIZER, its tokenizer.bin)\n"
     "  --host HOST     address to listen on (default 127.0.0.1)\n"
     "  --port PORT     port (default 8080; 0 picks a free one)\n"
@@ -54,6 +58,14 @@ constexpr const char* usage_text =
     "  --alias NAME    the model's name in responses and /v1/models (default: the file's name)\n"
     "  --chat-template plain|chatml|llama3|llama2|zephyr\n"
     "                  the chat format (default: recognised from the GGUF's template, else plain)\n"
+    "  --cloud URL     gateway mode: every request runs through the hybrid engine, the model as its\n"
+    "                  edge, URL (an OpenAI-compatible base, e.g. http://10.0.0.2:8000) as a cloud;\n"
+    "                  repeated: fallbacks in order (at most 4). Key: $HEDGE_API_KEY, $OPENAI_API_KEY\n"
+    "                  or the file named by $HEDGE_API_KEY_FILE\n"
+    "  --cloud-model NAME  the model name sent to the clouds\n"
+    "  --cloud-price IN,OUT / --edge-price IN,OUT  prices per million tokens (router, budget, telemetry)\n"
+    "  --budget AMOUNT[/hour|/day]  cloud spending per period (default: none)\n"
+    "  --gateway-workers N  gateway requests run at once (default 8)\n"
     "prints 'listening on http://HOST:PORT' once it accepts connections\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 a model or socket error, 2 a usage error\n";
 
@@ -232,6 +244,10 @@ class server_app {
   server_app(std::unique_ptr<scheduler> s, std::string model_name, std::size_t queue_bound, server::metrics& m)
       : scheduler_(std::move(s)), model_name_(std::move(model_name)), queue_bound_(queue_bound), metrics_(&m) {}
 
+  /// Gateway mode: chat and completion requests run through the hybrid engine.
+  void enable_gateway(gateway_options options) { gateway_ = std::make_unique<gateway>(*scheduler_, std::move(options)); }
+  [[nodiscard]] std::size_t gateway_clouds() const noexcept { return gateway_ ? gateway_->options().clouds.size() : 0; }
+
   /// Answers one request (on an HTTP handler thread; never blocks on the model).
   void handle(os::http_request&& req, os::http_response res) {
     const std::string path(req.path());
@@ -239,12 +255,17 @@ class server_app {
     const std::string endpoint = allow.empty() ? "other" : path;
     const bool get = req.method == "GET" || req.method == "HEAD";
     if (allow.empty()) return send_error(res, endpoint, {404, "no such path: " + path.substr(0, 256), {}, "not_found"});
-    if (allow == "POST" && req.method == "POST") return complete(req, std::move(res), endpoint, path == "/v1/chat/completions");
+    if (allow == "POST" && req.method == "POST") {
+      if (gateway_) return complete_hybrid(req, std::move(res), endpoint, path == "/v1/chat/completions");
+      return complete(req, std::move(res), endpoint, path == "/v1/chat/completions");
+    }
     if (allow != "POST" && get) {
-      if (path == "/health") return send(res, endpoint, 200, "application/json", "{\"status\":\"ok\"}");
+      if (path == "/health")
+        return send(res, endpoint, 200, "application/json", gateway_ ? gateway_->health() : "{\"status\":\"ok\"}");
       if (path == "/metrics")
         return send(res, endpoint, 200, "text/plain; version=0.0.4",
-                    metrics_->render(scheduler_->queue_depth(), scheduler_->running()));
+                    metrics_->render(scheduler_->queue_depth(), scheduler_->running()) +
+                        (gateway_ ? gateway_->metrics() : std::string()));
       return send(res, endpoint, 200, "application/json", models());
     }
     const os::http_response_header allow_header[] = {{"Allow", allow}};
@@ -265,7 +286,10 @@ class server_app {
 
   /// Waiting requests get 503, the running generation is cancelled (its stream ends with an
   /// error event and [DONE]); returns once the model's worker has stopped.
-  void shutdown() { scheduler_->shutdown(); }
+  void shutdown() {
+    if (gateway_) gateway_->stop();
+    scheduler_->shutdown();
+  }
 
  private:
   static std::string_view allowed(const std::string& path) {
@@ -305,6 +329,18 @@ class server_app {
     put_key(w, "context_length");
     w.Uint64(scheduler_->context());
     w.EndObject();
+    if (gateway_) {
+      for (const auto& url : gateway_->options().clouds) {
+        w.StartObject();
+        put_key(w, "id");
+        put_text(w, gateway_->options().cloud_model.empty() ? url : gateway_->options().cloud_model);
+        put_key(w, "object");
+        w.String("model");
+        put_key(w, "owned_by");
+        put_text(w, url);
+        w.EndObject();
+      }
+    }
     w.EndArray();
     w.EndObject();
     return std::string(b.GetString(), b.GetSize());
@@ -384,6 +420,210 @@ class server_app {
       case scheduler::admission::stopping:
         return send_error(res, endpoint, {503, "the server is shutting down", {}, {}, "server_error"});
     }
+  }
+
+  /// A gateway request: checked here, run by a gateway worker through the engine, which
+  /// writes the response as the engine's events come (routed: the head; tokens: chunks).
+  void complete_hybrid(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
+    auto r = std::make_shared<parsed_request>();
+    if (auto e = parse_request(req.body, chat, *r)) return send_error(res, endpoint, *e);
+    req.body = std::string();
+    if (r->model.size() > max_model_name_bytes)
+      return send_error(res, endpoint, {400, "'model' has " + std::to_string(r->model.size()) + " bytes, more than " +
+                                                 std::to_string(max_model_name_bytes), "model", {}});
+    if (r->echo || r->prompt_is_ids || (r->max_tokens && *r->max_tokens == 0))
+      return send_error(res, endpoint, {400, "echo, token-id prompts and scoring are served without --cloud only", {}, {}});
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    res.on_client_gone([cancel] { *cancel = true; });
+    response_head head{(chat ? "chatcmpl-hedge-" : "cmpl-hedge-") + std::to_string(++next_id_), model_name_,
+                       static_cast<std::int64_t>(std::time(nullptr)), chat};
+    auto run = [this, r, res, cancel, head, endpoint](gateway::engine_type& hybrid) mutable {
+      serve_hybrid(hybrid, *r, res, *cancel, head, endpoint);
+    };
+    if (!gateway_->submit(std::move(run))) {
+      const os::http_response_header retry[] = {{"Retry-After", "1"}};
+      return send_error(res, endpoint,
+                        {429, "the gateway is busy: " + std::to_string(gateway_->options().queue) +
+                                  " requests already wait; retry later", {}, "rate_limit_exceeded", "rate_limit_error"},
+                        retry);
+    }
+  }
+
+  static engine::mode mode_named(const std::string& m) {
+    if (m == "edge") return engine::mode::edge_only;
+    if (m == "cloud") return engine::mode::cloud_first;
+    if (m == "race") return engine::mode::race;
+    return engine::mode::automatic;
+  }
+
+  void serve_hybrid(gateway::engine_type& hybrid, const parsed_request& r, os::http_response& res,
+                    const std::atomic<bool>& cancel, const response_head& head, const std::string& endpoint) {
+    std::vector<cloud::chat_message> messages;
+    for (const auto& m : r.messages) messages.push_back({m.role, m.content});
+    std::vector<std::string_view> stops(r.stop.begin(), r.stop.end());
+    engine::engine_request q;
+    q.messages = messages;
+    q.prompt = r.prompt;
+    q.classes = static_cast<route::data_class>(r.hedge.data_classes);
+    q.ttft_slo_ms = r.hedge.ttft_slo_ms;
+    q.max_cost = r.hedge.max_cost;
+    q.requested = mode_named(r.hedge.mode);
+    if (q.requested == engine::mode::cloud_first && !r.hedge.fallback) q.requested = engine::mode::cloud_only;
+    q.fallback = r.hedge.fallback;
+    q.hold = r.hedge.delivery == "verified" ? engine::delivery::verified()
+             : r.hedge.delivery == "buffer"  ? engine::delivery::buffer(r.hedge.hold_tokens)
+                                             : engine::delivery::immediate();
+    q.sampling.max_tokens = r.max_tokens ? static_cast<std::uint32_t>(std::min<std::int64_t>(*r.max_tokens, 1 << 20)) : 256u;
+    q.sampling.temperature = r.temperature;
+    q.sampling.top_p = r.top_p;
+    if (r.seed) q.sampling.seed = static_cast<std::int64_t>(*r.seed);
+    q.sampling.stop = stops;
+    q.cancel = &cancel;
+    bool started = false, gone = false;
+    std::string text, tier_header_, route_header_;
+    auto on_event = [&](const engine::engine_event& e) {
+      if (e.kind == engine::event_kind::routed) {
+        tier_header_ = std::string(engine::telemetry::slot_name(e.tier.slot()));
+        route_header_ = std::string(engine::to_string(e.ran)) + "; " + std::string(route::to_string(e.route_reason));
+        if (!r.stream) return;
+        metrics_->request(endpoint, 200);
+        const os::http_response_header headers[] = {
+            {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
+        res.start(200, "text/event-stream", headers);
+        started = true;
+        if (head.chat) gone = !res.write(chunk(head, r, "", true, {}, 0, nullptr));
+        return;
+      }
+      if (e.kind != engine::event_kind::token || e.text.empty()) return;
+      if (!r.stream) return text.append(e.text), void();
+      if (!gone && !res.write(chunk(head, r, e.text, false, {}, 0, nullptr))) gone = true;
+    };
+    const engine::engine_outcome out = hybrid.run(q, on_event);
+    const std::string hedge = hedge_object(out);
+    if (!r.stream || !started) {
+      if (!out.ok()) return send_error(res, endpoint, api_error_of(out));
+      const os::http_response_header headers[] = {{"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
+      return send(res, endpoint, 200, "application/json", hybrid_whole(head, out, hybrid.delivered(), hedge), headers);
+    }
+    std::string last;
+    if (!out.ok()) {
+      last = "data: " + error_body(api_error_of(out)) + "\n\n";
+    } else {
+      std::string final_chunk = chunk(head, r, "", false, {}, 0, std::string(out.finish_reason).c_str());
+      // The hedge object rides on the last chunk: `..."choices":[...]}\n\n` gets `,"hedge":{...}}`.
+      const std::size_t close = final_chunk.rfind('}');
+      final_chunk.insert(close, ",\"hedge\":" + hedge);
+      last = final_chunk;
+      if (r.include_usage) {
+        rapidjson::StringBuffer b;
+        json_writer w(b);
+        start_object(w, head, head.chat ? "chat.completion.chunk" : "text_completion");
+        put_key(w, "choices");
+        w.StartArray();
+        w.EndArray();
+        put_usage(w, prompt_tokens_of(out), out.tokens);
+        w.EndObject();
+        last += "data: " + std::string(b.GetString(), b.GetSize()) + "\n\n";
+      }
+    }
+    last += "data: [DONE]\n\n";
+    res.write(last);
+    res.end();
+  }
+
+  /// Prompt tokens as the tier that wrote the first text counted them (one attempt's worth).
+  static std::uint64_t prompt_tokens_of(const engine::engine_outcome& out) {
+    if (out.span_count == 0) return 0;
+    const auto& t = out.report(out.spans[0].tier);
+    return t.attempts > 0 ? t.input_tokens / t.attempts : t.input_tokens;
+  }
+
+  static api_error api_error_of(const engine::engine_outcome& out) {
+    const error& e = out.status.error();
+    switch (e.code()) {
+      case errc::capacity_exceeded: return {400, std::string(e.message()), {}, "context_length_exceeded"};
+      case errc::invalid_argument: return {400, std::string(e.message()), {}, {}};
+      case errc::timeout: return {504, std::string(e.message()), {}, "timeout", "server_error"};
+      case errc::rejected: return {403, std::string(e.message()), {}, "policy_refused", "invalid_request_error"};
+      default: return {503, std::string(e.message()), {}, "tier_unavailable", "server_error"};
+    }
+  }
+
+  /// What the engine did, as the `hedge` object of the response.
+  static std::string hedge_object(const engine::engine_outcome& out) {
+    rapidjson::StringBuffer b;
+    json_writer w(b);
+    w.StartObject();
+    put_key(w, "mode");
+    put_text(w, engine::to_string(out.ran));
+    put_key(w, "route");
+    put_text(w, route::to_string(out.routed));
+    put_key(w, "reason");
+    put_text(w, route::to_string(out.route_reason));
+    put_key(w, "spans");
+    w.StartArray();
+    for (std::size_t i = 0; i < out.span_count; ++i) {
+      w.StartObject();
+      put_key(w, "tier");
+      put_text(w, engine::telemetry::slot_name(out.spans[i].tier.slot()));
+      put_key(w, "begin");
+      w.Uint64(out.spans[i].begin);
+      put_key(w, "end");
+      w.Uint64(out.spans[i].end);
+      w.EndObject();
+    }
+    w.EndArray();
+    put_key(w, "escalated");
+    w.Bool(out.escalated);
+    put_key(w, "fallback");
+    w.Bool(out.fell_back);
+    put_key(w, "handoff_at_token");
+    out.handoff_at_token ? w.Uint64(*out.handoff_at_token) : w.Null();
+    put_key(w, "retries");
+    w.Uint(out.retries);
+    put_key(w, "redactions");
+    w.Uint64(out.redactions);
+    put_key(w, "verdict");
+    out.verified ? w.String(out.verdict.action == verify::verify_action::accept ? "accept" : "escalate") : w.Null();
+    put_key(w, "cost");
+    w.Double(out.cost);
+    w.EndObject();
+    return std::string(b.GetString(), b.GetSize());
+  }
+
+  static std::string hybrid_whole(const response_head& h, const engine::engine_outcome& out, std::string_view text,
+                                  const std::string& hedge) {
+    rapidjson::StringBuffer b;
+    json_writer w(b);
+    start_object(w, h, h.chat ? "chat.completion" : "text_completion");
+    put_key(w, "choices");
+    w.StartArray();
+    w.StartObject();
+    put_key(w, "index");
+    w.Uint(0);
+    if (h.chat) {
+      put_key(w, "message");
+      w.StartObject();
+      put_key(w, "role");
+      w.String("assistant");
+      put_key(w, "content");
+      put_text(w, text);
+      w.EndObject();
+    } else {
+      put_key(w, "text");
+      put_text(w, text);
+    }
+    put_key(w, "logprobs");
+    w.Null();
+    put_key(w, "finish_reason");
+    put_text(w, out.finish_reason);
+    w.EndObject();
+    w.EndArray();
+    put_usage(w, prompt_tokens_of(out), out.tokens);
+    put_key(w, "hedge");
+    w.RawValue(hedge.data(), hedge.size(), rapidjson::kObjectType);
+    w.EndObject();
+    return std::string(b.GetString(), b.GetSize());
   }
 
   /// The prompt's text as echoed.
@@ -554,6 +794,7 @@ class server_app {
   }
 
   std::unique_ptr<scheduler> scheduler_;
+  std::unique_ptr<gateway> gateway_;
   std::string model_name_;
   std::size_t queue_bound_;
   server::metrics* metrics_;
@@ -566,7 +807,24 @@ struct options {
   std::optional<chat_format> format;
   int port = 8080;
   std::size_t threads = 1, context = 0, queue = 16;
+  gateway_options gateway;
 };
+
+/// "IN,OUT": prices per million input and output tokens.
+bool parse_prices(std::string_view v, engine::tier_prices& p) {
+  const auto comma = v.find(',');
+  return comma != std::string_view::npos && parse(v.substr(0, comma), p.input_per_million) &&
+         parse(v.substr(comma + 1), p.output_per_million) && p.input_per_million >= 0 && p.output_per_million >= 0;
+}
+
+/// "AMOUNT" per hour, or "AMOUNT/hour", "AMOUNT/day".
+bool parse_budget(std::string_view v, engine::budget_options& b) {
+  const auto slash = v.find('/');
+  const std::string_view period = slash == std::string_view::npos ? "hour" : v.substr(slash + 1);
+  if (period != "hour" && period != "day") return false;
+  b.period = std::chrono::seconds(period == "day" ? 86400 : 3600);
+  return parse(v.substr(0, slash), b.per_period) && b.per_period >= 0;
+}
 
 }  // namespace
 
@@ -588,6 +846,16 @@ int main(int argc, char** argv) {
     else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
     else if (a == "--alias") ok = !(o.alias = v).empty();
     else if (a == "--chat-template") ok = (o.format = chat_format_named(v)).has_value();
+    else if (a == "--cloud") ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") &&
+                                  (o.gateway.clouds.emplace_back(v), true);
+    else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty();
+    else if (a == "--cloud-price") {
+      ok = parse_prices(v, o.gateway.engine.cloud_prices[0]);
+      for (auto& p : o.gateway.engine.cloud_prices) p = o.gateway.engine.cloud_prices[0];
+    }
+    else if (a == "--edge-price") ok = parse_prices(v, o.gateway.engine.edge_prices);
+    else if (a == "--budget") ok = parse_budget(v, o.gateway.engine.budget);
+    else if (a == "--gateway-workers") ok = parse(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
     else return usage_error("unknown option " + std::string(a));
     if (!ok) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
   }
@@ -619,6 +887,20 @@ int main(int argc, char** argv) {
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
   server_app app(std::move(*e), name, o.queue, metrics);
+  if (!o.gateway.clouds.empty()) {
+    // A key for the clouds comes from the environment or a file, never a flag (os/api_key.hpp).
+    std::optional<os::api_key> key;
+    if (os::api_key_configured()) {
+      auto k = os::load_api_key();
+      if (!k) return std::fprintf(stderr, "hedge-server: %s\n", k.error().c_str()), 1;
+      key = std::move(*k);
+      o.gateway.api_key = std::string(key->reveal());
+    }
+    o.gateway.queue = std::max<std::size_t>(o.queue, 1) * 4;
+    app.enable_gateway(std::move(o.gateway));
+    std::fprintf(stderr, "hedge-server: gateway to %zu cloud endpoint(s)%s\n", app.gateway_clouds(),
+                 key ? " (API key from the environment)" : "");
+  }
 
   // Every limit is http_server_options' default (os/http_server.hpp; docs/cloud.md lists them).
   os::http_server_options http_options;
