@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# hedge-server as a gateway (--cloud) end to end over loopback, with curl and jq: a real
+# hedge-server is the cloud, behind tests/tools/gateway_upstream.py, which injects a fault per
+# request (500, 429, garbage, a stream cut after N events, a closed connection) and records
+# every byte it receives. For each fault the client gets one complete, well-formed answer
+# (one [DONE], a finish reason), and the hedge object says what happened; a card number and
+# a private data class never reach the upstream. Every wait is bounded.
+# usage: gateway.sh SERVER MODELS WORKDIR   (exit 77: skipped)
+set -u
+server=$1 models=$2 work=$3
+for tool in curl jq python3; do
+  command -v $tool > /dev/null || { echo "SKIP: $tool is absent"; exit 77; }
+done
+model=$models/stories260K.gguf
+[ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
+rm -rf "$work" && mkdir -p "$work"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() { if "${@:2}"; then echo "ok: $1"; else fail "$1"; fi; }
+pids=()
+trap 'kill "${pids[@]}" 2> /dev/null; wait 2> /dev/null' EXIT
+
+# start_server NAME ARGS...: a hedge-server; its URL in $url.
+start_server() {
+  local name=$1; shift
+  "$server" -m "$model" --port 0 "$@" > "$work/$name.out" 2> "$work/$name.err" &
+  pids+=($!)
+  url=
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^listening on //p' "$work/$name.out" 2> /dev/null)
+    [ -n "$url" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1
+}
+
+start_server cloud
+cloud=$url
+# scenario NAME FAULTS: an upstream with that fault script in front of the cloud, and a
+# gateway in front of it; the gateway's URL in $gw, the upstream's record in $work/NAME.record.
+scenario() {
+  local name=$1 faults=$2
+  python3 "$(dirname "$0")/gateway_upstream.py" "$work/$name.port" "$work/$name.record" "$cloud" "$faults" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.05; done
+  start_server "gateway-$name" --cloud "http://127.0.0.1:$(cat "$work/$name.port")" --cloud-price 0.15,0.60
+  gw=$url
+}
+# stream NAME BODY: the SSE body in $work/NAME.sse, the last chunk's JSON in $work/NAME.last.
+stream() {
+  curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "$2" "$gw/v1/chat/completions" > "$work/$1.sse"
+  grep '^data: {' "$work/$1.sse" | tail -1 | sed 's/^data: //' > "$work/$1.last"
+}
+one_done() { [ "$(grep -c '^data: \[DONE\]' "$work/$1.sse")" -eq 1 ]; }
+text_of() { grep '^data: {' "$work/$1.sse" | sed 's/^data: //' | jq -j '.choices[0].delta.content // empty'; }
+last() { jq -r "$2" "$work/$1.last"; }
+ask='{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":40,"temperature":0,"stream":true,"hedge":{"mode":"cloud"}}'
+
+# The cloud answers; the answer is a cloud answer, with the gateway's headers.
+scenario plain ""
+curl -s -m 30 -D "$work/plain.head" -o "$work/plain.json" -H 'Content-Type: application/json' \
+  --data-binary '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":20,"hedge":{"mode":"cloud"}}' \
+  "$gw/v1/chat/completions"
+check "x-hedge-tier: cloud0" grep -qi '^x-hedge-tier: cloud0' "$work/plain.head"
+check "x-hedge-route names the mode" grep -qi '^x-hedge-route: cloud_first' "$work/plain.head"
+check "the answer's hedge object: cloud0 wrote it" [ "$(jq -r '.hedge.spans[0].tier' "$work/plain.json")" = cloud0 ]
+check "a non-empty answer" [ -n "$(jq -r '.choices[0].message.content' "$work/plain.json")" ]
+check "/health lists the cloud's breaker" [ "$(curl -s -m 5 "$gw/health" | jq -r '.tiers[1].breaker')" = closed ]
+check "/metrics has the engine's counters" grep -q 'hedge_engine_requests_total' <(curl -s -m 5 "$gw/metrics")
+
+# A 500, then the cloud: one retry, one stream.
+scenario retry "500"
+stream retry "$ask"
+check "500: one [DONE]" one_done retry
+check "500: retried once" [ "$(last retry '.hedge.retries')" = 1 ]
+check "500: a finish reason" [ "$(last retry '.choices[0].finish_reason')" != null ]
+
+# A 429 with Retry-After: 1, then the cloud.
+scenario limited "429"
+start=$(date +%s%N)
+stream limited "$ask"
+check "429: answered by the cloud after its Retry-After" [ "$(last limited '.hedge.spans[0].tier')" = cloud0 ]
+check "429: waited at least 1 s" [ $(( ($(date +%s%N) - start) / 1000000 )) -ge 1000 ]
+
+# The cloud is down for every attempt: the edge answers, in the same stream.
+scenario down "down,down,down"
+stream down "$ask"
+check "down: one [DONE]" one_done down
+check "down: the edge answered" [ "$(last down '.hedge.spans[0].tier')" = edge ]
+check "down: marked as a fallback" [ "$(last down '.hedge.fallback')" = true ]
+
+# Garbage from the cloud, then it is down: a fault, not text; the edge answers.
+scenario garbage "garbage,down,down"
+stream garbage "$ask"
+check "garbage: one [DONE]" one_done garbage
+check "garbage: the edge answered" [ "$(last garbage '.hedge.spans[0].tier')" = edge ]
+
+# The stream is cut after 6 events, then the cloud is down: the edge continues the same stream.
+scenario cut "cut6,down,down"
+stream cut "$ask"
+check "cut: one [DONE]" one_done cut
+check "cut: the cloud's text, then the edge's" [ "$(last cut '[.hedge.spans[].tier] | join(",")')" = "cloud0,edge" ]
+full=$(text_of cut)
+check "cut: the spans cover the text exactly" [ "$(last cut '.hedge.spans[-1].end')" = "$(printf %s "$full" | wc -c)" ]
+check "cut: the stream ends with a finish reason" [ "$(last cut '.choices[0].finish_reason')" != null ]
+
+# Privacy: a card number goes out as a placeholder; a private message never goes out.
+scenario privacy ""
+curl -s -m 30 -o "$work/card.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"My card 4111 1111 1111 1111 was charged twice"}],"max_tokens":10,"hedge":{"mode":"cloud"}}' \
+  "$gw/v1/chat/completions"
+curl -s -m 30 -o "$work/private.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"SECRET-DIAGNOSIS of the patient"}],"max_tokens":10,"hedge":{"mode":"cloud","data_class":"private"}}' \
+  "$gw/v1/chat/completions"
+check "card: answered, one redaction" [ "$(jq -r '.hedge.redactions' "$work/card.json")" = 1 ]
+check "card: the upstream saw a placeholder" grep -q '<CARD_1>' "$work/privacy.record"
+check "card: the number never reached the upstream" bash -c "! grep -q '4111 1111' '$work/privacy.record'"
+check "private: answered on the edge" [ "$(jq -r '.hedge.mode' "$work/private.json")" = edge_only ]
+check "private: the message never reached the upstream" bash -c "! grep -q 'SECRET-DIAGNOSIS' '$work/privacy.record'"
+for f in "$work"/*.record; do
+  check "no card number in $(basename "$f")" bash -c "! grep -q '4111 1111' '$f'"
+done
+
+# 20 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
+scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"
+for i in $(seq 20); do
+  (curl -s -m 60 -N -o "$work/flap$i.sse" -w '%{http_code}' -H 'Content-Type: application/json' \
+     --data-binary "$ask" "$gw/v1/chat/completions" > "$work/flap$i.status") &
+done
+wait_all=0
+for i in $(seq 20); do
+  for _ in $(seq 600); do [ -s "$work/flap$i.status" ] && break; sleep 0.1; done
+done
+lost=0
+for i in $(seq 20); do
+  code=$(cat "$work/flap$i.status" 2> /dev/null)
+  if [ "$code" = 200 ]; then one_done "flap$i" || lost=$((lost + 1))
+  elif [ "$code" != 429 ]; then lost=$((lost + 1)); fi
+done
+check "flapping: 20 streams, none lost or malformed" [ $lost -eq 0 ]
+
+[ $failures -eq 0 ] && echo "all gateway checks passed" || { echo "$failures gateway checks failed"; exit 1; }

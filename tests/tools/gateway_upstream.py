@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A fault-injecting, recording upstream for the gateway tests: it stands between hedge-server's
+gateway and a real hedge-server (the cloud), records every request it receives, and applies
+the next fault of its script to each request: ok (forward as is), 500, 429 (Retry-After: 1),
+garbage (a 200 whose SSE data is not JSON), cutN (forward the stream, cut it after N events),
+down (close the connection at once).
+
+usage: gateway_upstream.py PORT_FILE RECORD_FILE CLOUD_URL FAULT[,FAULT...]
+Writes its port to PORT_FILE once listening; every request's head and body are appended to
+RECORD_FILE. After the script's last fault, every request is forwarded as it is."""
+import http.client
+import socketserver
+import sys
+import threading
+import urllib.parse
+
+port_file, record_file, cloud_url, script = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+faults = [f for f in script.split(",") if f]
+lock = threading.Lock()
+cloud = urllib.parse.urlparse(cloud_url)
+
+
+def next_fault():
+    with lock:
+        return faults.pop(0) if faults else "ok"
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            line = self.rfile.readline(65536)
+            if not line:
+                return
+            method, target, _ = line.decode("latin-1").split(" ", 2)
+            headers, length = [], 0
+            while True:
+                h = self.rfile.readline(65536)
+                if h in (b"\r\n", b"\n", b""):
+                    break
+                headers.append(h.decode("latin-1"))
+                name, _, value = h.decode("latin-1").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+            body = self.rfile.read(length) if length else b""
+            with lock, open(record_file, "ab") as f:
+                f.write(line + "".join(headers).encode("latin-1") + b"\r\n" + body + b"\n----\n")
+            fault = next_fault()
+            if fault == "down":
+                return
+            if fault in ("500", "429"):
+                payload = b'{"error":{"message":"injected","type":"server_error"}}'
+                extra = "Retry-After: 1\r\n" if fault == "429" else ""
+                self.wfile.write(f"HTTP/1.1 {fault} Injected\r\nContent-Type: application/json\r\n{extra}"
+                                 f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+                continue
+            if fault == "garbage":
+                payload = b"data: {this is not json\n\n"
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+                return
+            conn = http.client.HTTPConnection(cloud.hostname, cloud.port, timeout=30)
+            conn.request(method, target, body, {"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            if fault.startswith("cut"):
+                events = int(fault[3:])
+                self.wfile.write(f"HTTP/1.1 {reply.status} OK\r\nContent-Type: text/event-stream\r\n"
+                                 "Connection: close\r\n\r\n".encode())
+                buffered = b""
+                while events > 0:
+                    piece = reply.read1(65536)
+                    if not piece:
+                        break
+                    buffered += piece
+                    while events > 0 and b"\n\n" in buffered:
+                        event, buffered = buffered.split(b"\n\n", 1)
+                        self.wfile.write(event + b"\n\n")
+                        events -= 1
+                self.wfile.flush()
+                conn.close()
+                return
+            data = reply.read()
+            kind = reply.getheader("Content-Type", "application/json")
+            self.wfile.write(f"HTTP/1.1 {reply.status} OK\r\nContent-Type: {kind}\r\n"
+                             f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            conn.close()
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+with Server(("127.0.0.1", 0), Handler) as server:
+    with open(port_file, "w") as f:
+        f.write(str(server.server_address[1]))
+    server.serve_forever()
