@@ -5,7 +5,7 @@
 # every byte it receives. For each fault the client gets one complete, well-formed answer
 # (one [DONE], a finish reason), and the hedge object says what happened; a card number and
 # a private data class never reach the upstream. Every wait is bounded.
-# usage: gateway.sh SERVER MODELS WORKDIR   (exit 77: skipped)
+# usage: gateway.sh SERVER MODELS WORKDIR [OPENAI_PREFIX]   (exit 77: skipped)
 set -u
 server=$1 models=$2 work=$3
 for tool in curl jq python3; do
@@ -103,6 +103,25 @@ check "cut: the cloud's text, then the edge's" [ "$(last cut '[.hedge.spans[].ti
 full=$(text_of cut)
 check "cut: the spans cover the text exactly" [ "$(last cut '.hedge.spans[-1].end')" = "$(printf %s "$full" | wc -c)" ]
 check "cut: the stream ends with a finish reason" [ "$(last cut '.choices[0].finish_reason')" != null ]
+
+# The official OpenAI client through the gateway, on a stream the cloud cuts (installed under
+# PREFIX by scripts/openai-client-check.sh's rule; skipped without node, npm or the registry).
+prefix=${4:-}
+if [ -n "$prefix" ] && command -v node > /dev/null && command -v npm > /dev/null; then
+  if [ ! -f "$prefix/node_modules/openai/package.json" ]; then
+    mkdir -p "$prefix"
+    timeout 180 npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error openai > "$prefix/npm.log" 2>&1 || true
+  fi
+  if [ -f "$prefix/node_modules/openai/package.json" ]; then
+    scenario openai "cut6,down,down"
+    check "the OpenAI client: one complete stream, the cloud's text then the edge's" \
+      timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" "cloud0,edge"
+    scenario openai_plain ""
+    check "the OpenAI client: a cloud answer" timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" cloud0
+  else
+    echo "skipped: the OpenAI client (npm install openai failed)"
+  fi
+fi
 
 # Privacy: a card number goes out as a placeholder; a private message never goes out.
 scenario privacy ""
