@@ -19,6 +19,7 @@
 #include <hedge/engine/hybrid_engine.hpp>
 #include <hedge/os/http_transport.hpp>
 #include <hedge/os/mapped_file.hpp>
+#include <hedge/os/model_file.hpp>
 #include <hedge/os/steady_clock.hpp>
 #include <hedge/os/thread_pool.hpp>
 #include <hedge/hedge.hpp>
@@ -217,18 +218,18 @@ int main(int argc, char** argv) {
   }
   std::printf("hedge hybrid demo: arch %s, %zu thread%s\n\n", arch::best_name().data(), threads, threads == 1 ? "" : "s");
 
-  // 1. The edge tier: load in place, measure prefill and decode on this machine.
-  const auto file = check(os::mapped_file::open(path), "model");
-  const auto gguf = check(gguf_file::parse(file.bytes()), "model");
-  const auto weights = check(gguf_weights(gguf), "model");
-  const tokenizer tok{check(read_gguf_vocabulary(gguf), "vocabulary")};
-  const auto& cfg = weights.config;
-  auto model = check(llama<>::make(weights, {.max_sessions = 2, .context = cfg.context_length < 512 ? cfg.context_length : 512,
-                                             .max_threads = threads}),
-                     "model");
+  // The edge tier: the model loaded as every hedge tool loads one (os/model_file.hpp).
+  auto loaded = check(os::load_model({.model = path, .tokenizer = {}, .quantize = load_quantization::none}), "model");
+  const tokenizer& tok = loaded.tok;
+  const auto cfg = loaded.weights.config;
+  auto runnable = check(os::make_llama(loaded, {.max_sessions = 2,
+                                                .context = cfg.context_length < 512 ? cfg.context_length : 512,
+                                                .max_threads = threads}),
+                        "model");
+  auto& model = runnable.model;
   exec::thread_pool pool(threads);
   std::printf("edge model: %s (%zu bytes): dim %u, %u layers, %u heads (%u KV heads), vocabulary %u\n", path.c_str(),
-              file.bytes().size(), cfg.dim, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.vocab_size);
+              loaded.file.bytes().size(), cfg.dim, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.vocab_size);
   // A story model has no chat template: a conversation is its messages' text, one per line.
   auto render = [&](std::span<const cloud::chat_message> messages, std::vector<token_id>& ids) -> result<void> {
     std::string text;

@@ -70,6 +70,7 @@
 #include "hedge/kv/cache.hpp"
 #include "hedge/kv/element.hpp"
 #include "hedge/kv/shape.hpp"
+#include "hedge/model/checkpoint.hpp"
 #include "hedge/model/config.hpp"
 #include "hedge/model/forward.hpp"
 #include "hedge/model/generate.hpp"

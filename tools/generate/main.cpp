@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../common/load_model.hpp"
+#include "hedge/os/model_file.hpp"
 #include "hedge/model/forward.hpp"
 #include "hedge/model/generate.hpp"
 #include "hedge/model/sampler.hpp"
@@ -72,10 +72,10 @@ struct options {
 };
 
 template <class Random>
-int generate(const options& o, tools::loaded_model& m, Random random) {
+int generate(const options& o, os::loaded_model& m, Random random) {
   const auto& cfg = m.weights.config;
   const std::size_t context = std::min<std::size_t>(o.steps, cfg.context_length);
-  auto runnable = tools::make_llama(m, {.context = context, .max_threads = o.threads});
+  auto runnable = os::make_llama(m, {.context = context, .max_threads = o.threads});
   if (!runnable) return fail(runnable.error());
   auto& model = runnable->model;
   auto gen = generator<llama<>>::make(model, m.tok);
@@ -157,7 +157,10 @@ int main(int argc, char** argv) {
   // run's rule: a seed of 0 (or none) comes from the clock.
   if (!seeded || o.seed == 0)
     o.seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  auto m = tools::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = o.quantize});
+  const auto quantize = o.quantize == "q8_0"   ? model::load_quantization::q8_0
+                        : o.quantize == "q4_0" ? model::load_quantization::q4_0
+                                               : model::load_quantization::none;
+  auto m = os::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = quantize});
   if (!m) return fail(m.error());
   return rng == "llama2c" ? generate(o, *m, llama2c_random{o.seed}) : generate(o, *m, seeded_random{o.seed});
 }

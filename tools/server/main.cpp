@@ -31,7 +31,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "../common/load_model.hpp"
+#include "hedge/os/model_file.hpp"
 #include "gateway.hpp"
 #include "hedge/os/api_key.hpp"
 #include "hedge/os/http_server.hpp"
@@ -861,7 +861,7 @@ int main(int argc, char** argv) {
   }
   if (o.model.empty()) return usage_error("no -m MODEL");
 
-  auto m = tools::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = {}});
+  auto m = os::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = model::load_quantization::none});
   if (!m) return std::fprintf(stderr, "hedge-server: %s\n", m.error().c_str()), 1;
   const std::size_t trained = m->weights.config.context_length;
   // A context past the trained one is allowed, as llama.cpp's server allows it: RoPE goes on

@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "../common/load_model.hpp"
+#include "hedge/os/model_file.hpp"
 #include "hedge/model/forward.hpp"
 #include "hedge/model/generate.hpp"
 #include "hedge/model/random.hpp"
@@ -78,15 +78,15 @@ class scheduler {
  public:
   using llama = model::llama<>;
 
-  /// Runs `loaded`'s model (tools::make_llama), which must outlive the scheduler.
-  static result<std::unique_ptr<scheduler>> make(tools::loaded_model& loaded, chat_format format, std::size_t context,
+  /// Runs `loaded`'s model (os::make_llama), which must outlive the scheduler.
+  static result<std::unique_ptr<scheduler>> make(os::loaded_model& loaded, chat_format format, std::size_t context,
                                               std::size_t threads, std::size_t queue_bound,
                                               server::metrics& metrics) {
     const model::tokenizer& tok = loaded.tok;
     auto e = std::unique_ptr<scheduler>(new scheduler(tok, format, threads, queue_bound, metrics));
-    auto m = tools::make_llama(loaded, {.context = context, .max_threads = threads});
+    auto m = os::make_llama(loaded, {.context = context, .max_threads = threads});
     if (!m) return m.error();
-    e->runnable_ = std::make_unique<tools::runnable_llama>(std::move(*m));
+    e->runnable_ = std::make_unique<os::runnable_llama>(std::move(*m));
     auto g = model::generator<llama>::make(e->runnable_->model, tok, 256);
     if (!g) return g.error();
     e->generator_ = std::make_unique<model::generator<llama>>(std::move(*g));
@@ -310,7 +310,7 @@ class scheduler {
   server::metrics* metrics_;
   exec::serial serial_;
   exec::thread_pool pool_;
-  std::unique_ptr<tools::runnable_llama> runnable_;
+  std::unique_ptr<os::runnable_llama> runnable_;
   std::unique_ptr<model::generator<llama>> generator_;
   kv::kv_seq session_{};
 
