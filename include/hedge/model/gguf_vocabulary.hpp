@@ -18,6 +18,7 @@
 //   tokenizer.ggml.add_bos_token      default true (gpt2: false; llama3 pre-tokenizer: true)
 //   tokenizer.ggml.add_eos_token      default false
 //   tokenizer.ggml.add_space_prefix   default true (gpt2: false)
+//   general.name                      holding "phi-3" or "phi3" (any case): strip_after_special
 //
 // The pieces are views of the GGUF's bytes, which must outlive the vocabulary.
 #pragma once
@@ -115,6 +116,16 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
   if (auto r = flag("tokenizer.ggml.add_bos_token", settings.add_bos); !r) return r.error();
   if (auto r = flag("tokenizer.ggml.add_eos_token", settings.add_eos); !r) return r.error();
   if (auto r = flag("tokenizer.ggml.add_space_prefix", settings.add_space_prefix); !r) return r.error();
+  if (const auto name = file.find("general.name")) {
+    if (const auto text = name->as_string()) {
+      std::string_view n = *text;
+      for (std::size_t at = 0; at + 3 < n.size() && !settings.strip_after_special; ++at) {
+        const auto lower = [&](std::size_t i) { return n[i] >= 'A' && n[i] <= 'Z' ? static_cast<char>(n[i] + 32) : n[i]; };
+        const bool phi = lower(at) == 'p' && lower(at + 1) == 'h' && lower(at + 2) == 'i';
+        settings.strip_after_special = phi && (lower(at + 3) == '3' || (lower(at + 3) == '-' && at + 4 < n.size() && lower(at + 4) == '3'));
+      }
+    }
+  }
 
   bpe_merges merges;
   if (settings.model == tokenizer_model::bpe) {

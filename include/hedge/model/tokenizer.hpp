@@ -434,6 +434,8 @@ class tokenizer {
           if (auto r = emit(static_cast<token_id>(order[rank])); !r) return r;
           prev_special = true;
           begin = at + piece.size();
+          if (strips_after(piece))
+            while (begin < end && is_c_space(text[begin])) ++begin;
           at = begin < end ? text.substr(0, end).find(piece, begin) : std::string_view::npos;
         }
         if (begin < end) return partition(begin, end, rank + 1, prev_special);
@@ -446,6 +448,13 @@ class tokenizer {
       prev_special = false;
       return r;
     }
+
+    [[nodiscard]] bool strips_after(std::string_view piece) const noexcept {
+      return vocab.settings().strip_after_special && piece != "<unk>" && piece != "<s>" && piece != "<|endoftext|>";
+    }
+
+    /// C's isspace in the "C" locale, as llama.cpp strips.
+    static bool is_c_space(char c) noexcept { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
     [[nodiscard]] std::string_view symbol_text(const detail::spm_symbol& s) const noexcept {
       return {escaped + s.offset, s.length};

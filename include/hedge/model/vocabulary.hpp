@@ -72,6 +72,10 @@ struct vocabulary_settings {
   bool add_eos = false;
   /// Prefix a space to the text (and to the text after a user-defined token).
   bool add_space_prefix = true;
+  /// White space after a special piece other than <unk>, <s> and <|endoftext|> is dropped
+  /// when splitting text at special pieces: llama.cpp sets this (its RSTRIP attribute) for
+  /// models named Phi-3 (general.name holding "phi-3" or "phi3"), whose chat markup it fits.
+  bool strip_after_special = false;
   /// Spaces are U+2581 (▁) in the pieces: true for a GGUF SPM vocabulary; false for
   /// llama2.c's tokenizer.bin, whose export wrote them back as spaces, and for BPE.
   bool escape_whitespace = true;
