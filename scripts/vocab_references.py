@@ -10,7 +10,9 @@ writes
     tests/model/data/vocab_ids_VOCAB.txt    one line a text: NAME<TAB>ids<TAB>ids with parse_special
 
 VOCAB is llama-bpe, qwen2, gpt-2, smollm (the gpt-2 file with tokenizer.ggml.pre set to
-"smollm", as the test builds it in memory) and phi-3; ids are llama_tokenize's with
+"smollm", as the test builds it in memory), phi-3, and llama2-no-space-prefix
+(../shared/models/llama2-vocab.gguf with tokenizer.ggml.add_space_prefix = false, as
+Gemma's files say); ids are llama_tokenize's with
 add_special = false. The texts: llama.cpp's own tokenizer test texts (the .inp files), then
 seeded random Unicode (letters, marks, digits of many scripts, symbols, emoji, white space,
 unassigned code points), code, digit runs, white-space runs, contractions, chat markup and
@@ -124,6 +126,13 @@ def with_pre(gguf, name):
     return gguf[:value] + struct.pack("<Q", len(new)) + new + gguf[value + 8 + length:]
 
 
+def with_bool_key(gguf, key, value):
+    """The GGUF's bytes with one more key, a bool, first among its keys."""
+    count = struct.unpack_from("<Q", gguf, 16)[0]
+    kv = struct.pack("<Q", len(key)) + key.encode() + struct.pack("<IB", 7, 1 if value else 0)
+    return gguf[:16] + struct.pack("<Q", count + 1) + kv + gguf[24:]
+
+
 def tokenize(model, texts, special):
     lines = "".join(t.hex() + "\n" for _, t in texts)
     args = [HELPER, model] + (["special"] if special else [])
@@ -146,6 +155,12 @@ def main():
         f.write(smollm)
     vocabs = {name: os.path.join(SHARED, "ggml-vocab-%s.gguf" % name) for name in ("llama-bpe", "qwen2", "gpt-2", "phi-3")}
     vocabs["smollm"] = smollm_path
+    with open(os.path.join(os.path.dirname(SHARED), "llama2-vocab.gguf"), "rb") as f:
+        no_space = with_bool_key(f.read(), "tokenizer.ggml.add_space_prefix", False)
+    no_space_path = os.path.join(BUILD, "llama2-no-space-prefix.gguf")
+    with open(no_space_path, "wb") as f:
+        f.write(no_space)
+    vocabs["llama2-no-space-prefix"] = no_space_path
     for name, path in vocabs.items():
         plain, special = tokenize(path, all_texts, False), tokenize(path, all_texts, True)
         with open(os.path.join(DATA, "vocab_ids_%s.txt" % name), "w") as f:

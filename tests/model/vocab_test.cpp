@@ -56,16 +56,37 @@ std::string with_pre(std::string gguf, const std::string& name) {
   return gguf.substr(0, value) + std::string(reinterpret_cast<const char*>(&new_length), 8) + name + gguf.substr(value + 8 + length);
 }
 
-/// A vocabulary file loaded as the tools load it; its bytes stay alive with it.
+/// A GGUF's bytes with one more key, a bool, first among its keys.
+std::string with_bool_key(const std::string& gguf, const std::string& key, bool value) {
+  std::uint64_t count = 0;
+  std::memcpy(&count, gguf.data() + 16, 8);
+  ++count;
+  const std::uint64_t key_length = key.size();
+  const std::uint32_t type = 7;  // GGUF bool
+  std::string kv(reinterpret_cast<const char*>(&key_length), 8);
+  kv += key;
+  kv += std::string(reinterpret_cast<const char*>(&type), 4);
+  kv += static_cast<char>(value ? 1 : 0);
+  return gguf.substr(0, 16) + std::string(reinterpret_cast<const char*>(&count), 8) + kv + gguf.substr(24);
+}
+
+/// A vocabulary file loaded as the tools load it; its bytes stay alive with it. "smollm" is
+/// the gpt-2 file with tokenizer.ggml.pre "smollm"; "llama2-no-space-prefix" Llama 2's with
+/// tokenizer.ggml.add_space_prefix = false, as Gemma's files say (the references were made
+/// from the same bytes).
 struct loaded {
   std::vector<float> storage;
   hedge::result<hedge::model::vocabulary> vocab = hedge::error{hedge::errc::invalid_argument};
 };
 
 loaded load(const std::string& name) {
-  const bool smollm = name == "smollm";
-  std::string bytes = read_text(vocab_dir + "ggml-vocab-" + (smollm ? std::string("gpt-2") : name) + ".gguf");
-  if (smollm) bytes = with_pre(bytes, "smollm");
+  std::string bytes;
+  if (name == "smollm")
+    bytes = with_pre(read_text(vocab_dir + "ggml-vocab-gpt-2.gguf"), "smollm");
+  else if (name == "llama2-no-space-prefix")
+    bytes = with_bool_key(read_text(hedge::test::models_dir + "llama2-vocab.gguf"), "tokenizer.ggml.add_space_prefix", false);
+  else
+    bytes = read_text(vocab_dir + "ggml-vocab-" + name + ".gguf");
   loaded l;
   l.storage = hedge::test::aligned_copy(std::as_bytes(std::span<const char>(bytes)));
   auto gguf = hedge::model::gguf_file::parse({reinterpret_cast<const std::byte*>(l.storage.data()), bytes.size()});
@@ -191,6 +212,11 @@ TEST(VocabReferences, Smollm) {
 TEST(VocabReferences, Phi3) {
   SKIP_WITHOUT_VOCABS();
   expect_references("phi-3");
+}
+
+TEST(VocabReferences, SentencePieceWithoutSpacePrefix) {
+  SKIP_WITHOUT_VOCABS();
+  expect_references("llama2-no-space-prefix");
 }
 
 TEST(VocabFlags, Llama3AddsBosAndEndsOnItsMarkers) {

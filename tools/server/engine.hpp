@@ -75,7 +75,7 @@ class engine {
   using llama = model::llama<>;
 
   /// Runs `loaded`'s model (tools::make_llama), which must outlive the engine.
-  static result<std::unique_ptr<engine>> make(tools::loaded_model& loaded, chat_format format, std::size_t context,
+  static result<std::unique_ptr<engine>> make(tools::loaded_model& loaded, model::chat_format format, std::size_t context,
                                               std::size_t threads, std::size_t queue_bound,
                                               server::metrics& metrics) {
     const model::tokenizer& tok = loaded.tok;
@@ -105,7 +105,7 @@ class engine {
   }
 
   [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
-  [[nodiscard]] const chat_renderer& renderer() const noexcept { return renderer_; }
+  [[nodiscard]] const model::chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
   /// Queues a job; false when `queue_bound` jobs already wait.
@@ -129,12 +129,12 @@ class engine {
   /// text loses its leading space).
   [[nodiscard]] std::string piece(model::token_id id, bool strip = false) const {
     std::string s;
-    model::detail::visit_piece(tok_->vocab(), id, strip, false, [&](std::string_view p) { s.append(p); });
+    if (!tok_->visit_piece(id, [&](std::string_view p) { s.append(p); }, {.strip_leading_space = strip})) s.clear();
     return s;
   }
 
  private:
-  engine(const model::tokenizer& tok, chat_format format, std::size_t threads, std::size_t queue_bound,
+  engine(const model::tokenizer& tok, model::chat_format format, std::size_t threads, std::size_t queue_bound,
          server::metrics& metrics)
       : tok_(&tok), renderer_(tok, format), threads_(threads), queue_bound_(queue_bound), metrics_(&metrics),
         pool_(threads) {}
@@ -289,7 +289,7 @@ class engine {
   }
 
   const model::tokenizer* tok_;
-  chat_renderer renderer_;
+  model::chat_renderer renderer_;
   std::size_t threads_;
   std::size_t queue_bound_;
   server::metrics* metrics_;
