@@ -254,16 +254,18 @@ class tokenizer {
     return 8 + (spm > bpe ? spm : bpe);
   }
 
-  /// The most ids `encode` writes for a text of `text_bytes` bytes, plus BOS and EOS.
-  /// SentencePiece: prefix spaces (one per fragment) counted as bytes, every id covers at
+  /// The most ids `encode` writes for a text of `text_bytes` bytes with `options`, plus BOS
+  /// and EOS. SentencePiece: prefix spaces (one per fragment: there are several only where
+  /// special pieces split the text) counted as bytes, every id covers at
   /// least one byte of the escaped text, at most 3 bytes per input byte; when ▁ is a piece,
   /// at most 2 ids per input byte (a space only splits into byte tokens behind a lone lead
   /// byte). Byte-level BPE: an id covers at least one byte of the spelled text, at most 6
   /// per input byte.
-  [[nodiscard]] std::size_t max_tokens(std::size_t text_bytes) const noexcept {
+  [[nodiscard]] std::size_t max_tokens(std::size_t text_bytes, encode_options options = {}) const noexcept {
     if (vocab_.settings().model == tokenizer_model::bpe) return 6 * text_bytes + 2;
     const std::size_t per_byte = vocab_.space_is_token() ? 2 : 3;
-    const std::size_t fragments = vocab_.special_order().empty() ? 1 : text_bytes + 1;
+    const bool splits = options.parse_special ? !vocab_.special_order().empty() : vocab_.has_user_defined();
+    const std::size_t fragments = splits ? text_bytes + 1 : 1;
     return (text_bytes + fragments) * per_byte + 2;
   }
 
@@ -299,7 +301,7 @@ class tokenizer {
   result<std::vector<token_id>> encode(std::string_view text, encode_options options = {}) const {
     auto workspace = heap_storage<std::byte>::make(workspace_bytes(text.size()));
     if (!workspace) return workspace.error();
-    std::vector<token_id> ids(max_tokens(text.size()));
+    std::vector<token_id> ids(max_tokens(text.size(), options));
     auto n = encode(text, ids, workspace->span(), options);
     if (!n) return n.error();
     ids.resize(*n);

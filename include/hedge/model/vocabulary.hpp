@@ -142,6 +142,7 @@ class vocabulary {
       v.max_piece_ = v.max_piece_ < r->piece.size() ? r->piece.size() : v.max_piece_;
       if (!r->piece.empty()) v.insert(static_cast<std::uint32_t>(i));
       if (is_special(r->type) && !r->piece.empty()) ++v.special_;
+      if (r->type == token_type::user_defined && !r->piece.empty()) ++v.user_defined_;
     }
     auto disable = [count](token_id& id) {
       if (id < 0 || static_cast<std::size_t>(id) >= count) id = no_token;
@@ -223,6 +224,8 @@ class vocabulary {
   /// llama.cpp's tokenizer_st_partition splits out of the text before the merges (the
   /// user-defined ones always, the others only with parse_special).
   [[nodiscard]] std::span<const std::uint32_t> special_order() const noexcept { return special_order_.span(); }
+  /// Whether any piece is user-defined (split out of text even without parse_special).
+  [[nodiscard]] bool has_user_defined() const noexcept { return user_defined_ > 0; }
 
   /// The end-of-generation tokens, ascending: the end markers, EOS, EOT and EOM.
   [[nodiscard]] std::span<const token_id> end_of_generation() const noexcept { return end_of_generation_.span(); }
@@ -312,6 +315,7 @@ class vocabulary {
   vocabulary_settings settings_{};
   std::size_t max_piece_ = 0;
   std::size_t special_ = 0;
+  std::size_t user_defined_ = 0;
   std::size_t end_of_generation_count_ = 0;
   token_id byte_tokens_[256] = {};
   bool space_is_token_ = false;
