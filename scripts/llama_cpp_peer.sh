@@ -20,20 +20,21 @@ fi
 
 bins=$peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 helper=$peer/bin/tokenize-bytes
-if [ ! -x "$helper" ] && [ -d "$bins" ]; then
+# (re)built when absent or when the source below changed
+if [ -d "$bins" ]; then
   if [ ! -d "$peer/llama.cpp" ]; then
     git clone --quiet "$package/llama/gitRelease.bundle" "$peer/llama.cpp" >&2
   fi
   mkdir -p "$peer/bin"
   library=$(ls "$bins"/libllama.v*.so | head -n 1)
-  cat > "$peer/tokenize_bytes.cpp" <<'CPP'
+  cat > "$peer/tokenize_bytes.cpp.new" <<'CPP'
 // The llama.cpp peer's byte-exact tokenizer (this script builds it against the
 // libllama that node-llama-cpp ships): JavaScript strings cannot hold invalid UTF-8.
 //
-//   tokenize-bytes MODEL.gguf < lines of hex-encoded texts
+//   tokenize-bytes MODEL.gguf [special] < lines of hex-encoded texts
 //
 // prints, per input line, the ids llama_tokenize gives (add_special = false,
-// parse_special = false), space-separated.
+// parse_special = false, or true with "special"), space-separated.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -42,8 +43,8 @@ if [ ! -x "$helper" ] && [ -d "$bins" ]; then
 #include "llama.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: tokenize-bytes MODEL.gguf < hex lines\n");
+  if (argc != 2 && !(argc == 3 && std::string(argv[2]) == "special")) {
+    std::fprintf(stderr, "usage: tokenize-bytes MODEL.gguf [special] < hex lines\n");
     return 2;
   }
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     std::string text;
     for (std::size_t i = 0; i + 1 < line.size(); i += 2) text.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
     std::vector<llama_token> ids(text.size() * 3 + 8);
-    const int n = llama_tokenize(vocab, text.data(), static_cast<int>(text.size()), ids.data(), static_cast<int>(ids.size()), false, false);
+    const int n = llama_tokenize(vocab, text.data(), static_cast<int>(text.size()), ids.data(), static_cast<int>(ids.size()), false, argc == 3);
     if (n < 0) {
       std::fprintf(stderr, "llama_tokenize failed (%d)\n", n);
       return 1;
@@ -73,9 +74,12 @@ int main(int argc, char** argv) {
   return 0;
 }
 CPP
-  g++ -std=c++17 -O2 -o "$helper" "$peer/tokenize_bytes.cpp" \
-    -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
-    "$library" -Wl,-rpath,"$bins" >&2
+  if [ ! -x "$helper" ] || ! cmp -s "$peer/tokenize_bytes.cpp.new" "$peer/tokenize_bytes.cpp"; then
+    mv "$peer/tokenize_bytes.cpp.new" "$peer/tokenize_bytes.cpp"
+    g++ -std=c++17 -O2 -o "$helper" "$peer/tokenize_bytes.cpp" \
+      -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
+      "$library" -Wl,-rpath,"$bins" >&2
+  fi
 fi
 
 export HEDGE_LLAMA_CPP_TOKENIZE_BYTES=$helper

@@ -804,7 +804,7 @@ class server_app {
 
 struct options {
   std::string model, tokenizer, host = "127.0.0.1", alias;
-  std::optional<chat_format> format;
+  std::optional<model::chat_format> format;
   int port = 8080;
   std::size_t threads = 1, context = 0, queue = 16;
   gateway_options gateway;
@@ -845,7 +845,7 @@ int main(int argc, char** argv) {
     else if (a == "--ctx-size" || a == "-c") ok = parse(v, o.context) && o.context >= 1;
     else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
     else if (a == "--alias") ok = !(o.alias = v).empty();
-    else if (a == "--chat-template") ok = (o.format = chat_format_named(v)).has_value();
+    else if (a == "--chat-template") ok = (o.format = model::chat_format_named(v)).has_value();
     else if (a == "--cloud") ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") &&
                                   (o.gateway.clouds.emplace_back(v), true);
     else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty();
@@ -870,7 +870,7 @@ int main(int argc, char** argv) {
   if (context > trained)
     std::fprintf(stderr, "hedge-server: warning: --ctx-size %zu is past the %zu positions the model was trained on\n",
                  context, trained);
-  const chat_format format = o.format ? *o.format : detect_chat_format(m->chat_template);
+  const model::chat_format format = o.format ? *o.format : model::detect_chat_format(m->chat_template);
 
   // SIGINT and SIGTERM go to one thread that stops the server; every thread made after
   // this inherits the blocked mask. A write to a closed socket is an error, not SIGPIPE.
@@ -912,7 +912,7 @@ int main(int argc, char** argv) {
       "application/json");
   if (!http) return std::fprintf(stderr, "hedge-server: %s\n", http.error().c_str()), 1;
   std::fprintf(stderr, "hedge-server: %s, context %zu, chat template %s, %zu thread(s), queue %zu\n", o.model.c_str(),
-               context, std::string(to_string(format)).c_str(), o.threads, o.queue);
+               context, std::string(model::to_string(format)).c_str(), o.threads, o.queue);
   const bool ipv6 = o.host.find(':') != std::string::npos;
   std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", (*http)->port());
   std::fflush(stdout);

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "chat_template.hpp"
+#include "hedge/model/chat_template.hpp"
 #include "hedge/model/sampler.hpp"
 #include "json.hpp"
 
@@ -41,7 +41,7 @@ constexpr std::size_t max_top_logprobs = model::token_choice::max_alternatives;
 struct parsed_request {
   bool chat = false;
   std::string model;
-  std::vector<chat_message> messages;            ///< chat
+  std::vector<model::chat_message> messages;            ///< chat
   std::string prompt;                            ///< completions: the text (echoed)
   std::vector<model::token_id> prompt_ids;       ///< completions given token ids
   bool prompt_is_ids = false;
@@ -134,7 +134,7 @@ inline std::optional<api_error> parse_request(const std::string& body, bool chat
       const auto& m = (*v)[i];
       const std::string p = "messages[" + std::to_string(i) + "]";
       if (!m.is_object()) return wrong_type(p, m, "an object");
-      chat_message msg;
+      model::chat_message msg;
       const auto* role = detail::member(m, "role");
       if (!role || !role->is_string()) return bad(p + ".role", "a message needs a string 'role'");
       msg.role = detail::text_of(*role);

@@ -79,7 +79,7 @@ class scheduler {
   using llama = model::llama<>;
 
   /// Runs `loaded`'s model (os::make_llama), which must outlive the scheduler.
-  static result<std::unique_ptr<scheduler>> make(os::loaded_model& loaded, chat_format format, std::size_t context,
+  static result<std::unique_ptr<scheduler>> make(os::loaded_model& loaded, model::chat_format format, std::size_t context,
                                               std::size_t threads, std::size_t queue_bound,
                                               server::metrics& metrics) {
     const model::tokenizer& tok = loaded.tok;
@@ -119,7 +119,7 @@ class scheduler {
   }
 
   [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
-  [[nodiscard]] const chat_renderer& renderer() const noexcept { return renderer_; }
+  [[nodiscard]] const model::chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
   enum class admission { queued, busy, stopping };
@@ -146,12 +146,12 @@ class scheduler {
   /// text loses its leading space).
   [[nodiscard]] std::string piece(model::token_id id, bool strip = false) const {
     std::string s;
-    model::detail::visit_piece(tok_->vocab(), id, strip, false, [&](std::string_view p) { s.append(p); });
+    if (!tok_->visit_piece(id, [&](std::string_view p) { s.append(p); }, {.strip_leading_space = strip})) s.clear();
     return s;
   }
 
  private:
-  scheduler(const model::tokenizer& tok, chat_format format, std::size_t threads, std::size_t queue_bound,
+  scheduler(const model::tokenizer& tok, model::chat_format format, std::size_t threads, std::size_t queue_bound,
          server::metrics& metrics)
       : tok_(&tok), renderer_(tok, format), threads_(threads), queue_bound_(queue_bound), metrics_(&metrics),
         pool_(threads) {}
@@ -304,7 +304,7 @@ class scheduler {
   }
 
   const model::tokenizer* tok_;
-  chat_renderer renderer_;
+  model::chat_renderer renderer_;
   std::size_t threads_;
   std::size_t queue_bound_;
   server::metrics* metrics_;

@@ -1,10 +1,11 @@
 // hedge-tokenize: the token ids of a text under a model's vocabulary, as llama.cpp gives them.
 //
-//   hedge-tokenize -m MODEL.gguf [--no-bos] [--pieces] TEXT
-//   hedge-tokenize -z tokenizer.bin [--no-bos] [--pieces] TEXT
+//   hedge-tokenize -m MODEL.gguf [--no-bos] [--special] [--pieces] TEXT
+//   hedge-tokenize -z tokenizer.bin [--no-bos] [--special] [--pieces] TEXT
 //
-// The last line of stdout is the ids, space-separated (BOS first unless --no-bos); with
-// --pieces each id's piece comes first, one per line. Exit 0 on success, 1 when the file
+// The last line of stdout is the ids, space-separated (BOS first where the vocabulary adds
+// one, unless --no-bos); --special reads special-token text ("<|im_start|>") as the token
+// (llama.cpp's parse_special); with --pieces each id's piece comes first, one per line. Exit 0 on success, 1 when the file
 // cannot be read or parsed, 2 on a usage error.
 #include <cstdio>
 #include <cstring>
@@ -20,11 +21,12 @@
 namespace {
 
 constexpr const char* usage_text =
-    "usage: hedge-tokenize -m MODEL.gguf [--no-bos] [--pieces] TEXT\n"
-    "       hedge-tokenize -z tokenizer.bin [--no-bos] [--pieces] TEXT\n"
-    "Prints the token ids of TEXT (llama.cpp's SentencePiece rules, special-token text\n"
-    "such as \"<s>\" read as plain text) space-separated on the last line, BOS first\n"
-    "unless --no-bos; --pieces also prints each id's piece, one per line.\n";
+    "usage: hedge-tokenize -m MODEL.gguf [--no-bos] [--special] [--pieces] TEXT\n"
+    "       hedge-tokenize -z tokenizer.bin [--no-bos] [--special] [--pieces] TEXT\n"
+    "Prints the token ids of TEXT (llama.cpp's rules: SentencePiece or byte-level BPE, as\n"
+    "the file says) space-separated on the last line, BOS first where the vocabulary adds\n"
+    "one unless --no-bos. Special-token text such as \"<s>\" is plain text unless\n"
+    "--special; --pieces also prints each id's piece, one per line.\n";
 
 int usage_error(const char* message) {
   std::fprintf(stderr, "hedge-tokenize: %s\n%s", message, usage_text);
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
   const char* gguf_path = nullptr;
   const char* bin_path = nullptr;
   const char* text = nullptr;
-  bool bos = true, pieces = false;
+  bool bos = true, pieces = false, special = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
       (arg == "-m" ? gguf_path : bin_path) = argv[++i];
     } else if (arg == "--no-bos") {
       bos = false;
+    } else if (arg == "--special") {
+      special = true;
     } else if (arg == "--pieces") {
       pieces = true;
     } else if (arg.size() > 1 && arg[0] == '-' && text == nullptr && arg != "--") {
@@ -102,7 +106,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const hedge::model::tokenizer tokenizer{std::move(*vocab)};
-  auto ids = tokenizer.encode(text, hedge::model::encode_options{bos});
+  auto ids = tokenizer.encode(text, hedge::model::encode_options{.add_special = bos, .parse_special = special});
   if (!ids) {
     std::fprintf(stderr, "hedge-tokenize: %s\n", ids.error().c_str());
     return 1;

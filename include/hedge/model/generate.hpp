@@ -5,7 +5,8 @@
 // at a time. Each token reaches the callback with the text it completes: never part of a
 // UTF-8 character (tokenizer.hpp's stream_decoder holds an incomplete one back), and never
 // text that may begin a stop string until the next tokens show it does not (held back at
-// most the longest stop string's length). Generation stops on a stop token (EOS unless
+// most the longest stop string's length). Generation stops on a stop token (the
+// vocabulary's end-of-generation set: EOS, EOT, <|im_end|>, ..., unless
 // `ignore_eos`), after `max_tokens`, on a stop string (its text and what follows it are not
 // delivered), or when the callback returns false (cancelled). Held-back text is delivered
 // at the end as one last callback with `id == no_token`. The session keeps every token
@@ -38,7 +39,7 @@ namespace hedge::model {
 struct generation_options {
   std::size_t max_tokens = 256;                   ///< tokens generated after the prompt
   std::span<const std::string_view> stop = {};    ///< stop strings
-  std::span<const token_id> stop_tokens = {};     ///< tokens that end generation; empty = the vocabulary's EOS
+  std::span<const token_id> stop_tokens = {};     ///< tokens that end generation; empty = the vocabulary's end-of-generation set (EOS, EOT, ...)
   bool ignore_eos = false;                        ///< never stop on a stop token
   std::size_t alternatives = 0;                   ///< alternatives per token (<= token_choice::max_alternatives)
 };
@@ -167,7 +168,7 @@ class generator {
   }
 
   bool is_stop_token(token_id id, const generation_options& options) const noexcept {
-    if (options.stop_tokens.empty()) return id == tokenizer_->vocab().settings().eos;
+    if (options.stop_tokens.empty()) return tokenizer_->vocab().is_end_of_generation(id);
     return std::find(options.stop_tokens.begin(), options.stop_tokens.end(), id) != options.stop_tokens.end();
   }
 

@@ -1,18 +1,24 @@
 // hedge/model/gguf_vocabulary.hpp: the vocabulary of a GGUF file's tokenizer.ggml.* keys,
-// read as llama.cpp's llama_vocab::load reads them (src/llama-vocab.cpp) for
-// tokenizer.ggml.model = "llama" (SentencePiece), the one model this tokenizer implements.
+// read as llama.cpp's llama_vocab::load reads them (src/llama-vocab.cpp), for the two
+// tokenizer models hedge implements; any other is refused by name.
 //
-//   tokenizer.ggml.model              string, must be "llama"
+//   tokenizer.ggml.model              string: "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+//   tokenizer.ggml.pre                string, gpt2 only: the pre-tokenizer (pre_tokenizer.hpp
+//                                     lists the names hedge runs; absent or another: refused)
+//   tokenizer.ggml.merges             string array, gpt2 only (required): "LEFT RIGHT" by rank
 //   tokenizer.ggml.tokens             string array: the pieces, one per id (required)
 //   tokenizer.ggml.scores             float32 or int32 array, at least one per token (absent: 0)
 //   tokenizer.ggml.token_type         int32 array, at least one per token (absent: normal;
 //                                     a value outside 0..6: undefined)
-//   tokenizer.ggml.bos_token_id       default 1  \  an id outside the vocabulary keeps the
-//   tokenizer.ggml.eos_token_id       default 2   | default (itself disabled when outside),
-//   tokenizer.ggml.unknown_token_id   default 0  /  as llama.cpp
-//   tokenizer.ggml.add_bos_token      default true
+//   tokenizer.ggml.bos_token_id       default 1 (gpt2: 11)     \  an id outside the
+//   tokenizer.ggml.eos_token_id       default 2 (gpt2: 11)      | vocabulary keeps the
+//   tokenizer.ggml.unknown_token_id   default 0 (gpt2: none)    | default (itself disabled
+//   tokenizer.ggml.eot_token_id       default none              | when outside), as
+//   tokenizer.ggml.eom_token_id       default none             /  llama.cpp
+//   tokenizer.ggml.add_bos_token      default true (gpt2: false; llama3 pre-tokenizer: true)
 //   tokenizer.ggml.add_eos_token      default false
-//   tokenizer.ggml.add_space_prefix   default true
+//   tokenizer.ggml.add_space_prefix   default true (gpt2: false)
+//   general.name                      holding "phi-3" or "phi3" (any case): strip_after_special
 //
 // The pieces are views of the GGUF's bytes, which must outlive the vocabulary.
 #pragma once
@@ -23,7 +29,9 @@
 #include <string_view>
 
 #include "hedge/core/result.hpp"
+#include "hedge/model/bpe_merges.hpp"
 #include "hedge/model/gguf.hpp"
+#include "hedge/model/pre_tokenizer.hpp"
 #include "hedge/model/vocabulary.hpp"
 
 namespace hedge::model {
@@ -33,9 +41,32 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
   if (!model) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.model key (no vocabulary)";
   const auto model_name = model->as_string();
   if (!model_name) return model_name.error();
-  if (*model_name != "llama")
+  vocabulary_settings settings;
+  if (*model_name == "gpt2") {
+    settings.model = tokenizer_model::bpe;
+    settings.bos = 11;
+    settings.eos = 11;
+    settings.unk = no_token;
+    settings.add_bos = false;
+    settings.add_space_prefix = false;
+    settings.escape_whitespace = false;
+    const auto pre = file.find("tokenizer.ggml.pre");
+    if (!pre)
+      return error{errc::unsupported} << "tokenizer.ggml.pre is absent: llama.cpp's \"default\" pre-tokenizer is not supported (hedge runs "
+                                      << pre_tokenizer_names << ")";
+    const auto pre_name = pre->as_string();
+    if (!pre_name) return pre_name.error();
+    if (!pre_tokenizer_named(*pre_name, settings.pre))
+      return error{errc::unsupported} << "tokenizer.ggml.pre \"" << *pre_name << "\" is not supported (hedge runs "
+                                      << pre_tokenizer_names << ")";
+    if (settings.pre == pre_tokenizer::llama3) {
+      settings.ignore_merges = true;
+      settings.add_bos = true;
+    }
+  } else if (*model_name != "llama") {
     return error{errc::unsupported} << "tokenizer.ggml.model \"" << *model_name
-                                    << "\" is not supported: hedge's tokenizer implements \"llama\" (SentencePiece BPE)";
+                                    << "\" is not supported: hedge's tokenizer implements \"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE)";
+  }
 
   const auto tokens = file.find("tokenizer.ggml.tokens");
   if (!tokens) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.tokens key";
@@ -61,7 +92,6 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
       return error{errc::parse_error} << "tokenizer.ggml.token_type has " << types->size() << " entries for " << count << " tokens";
   }
 
-  vocabulary_settings settings;
   auto special = [&](std::string_view key, token_id& id) -> result<void> {
     const auto value = file.find(key);
     if (!value) return {};
@@ -81,10 +111,37 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
   if (auto r = special("tokenizer.ggml.bos_token_id", settings.bos); !r) return r.error();
   if (auto r = special("tokenizer.ggml.eos_token_id", settings.eos); !r) return r.error();
   if (auto r = special("tokenizer.ggml.unknown_token_id", settings.unk); !r) return r.error();
+  if (auto r = special("tokenizer.ggml.eot_token_id", settings.eot); !r) return r.error();
+  if (auto r = special("tokenizer.ggml.eom_token_id", settings.eom); !r) return r.error();
   if (auto r = flag("tokenizer.ggml.add_bos_token", settings.add_bos); !r) return r.error();
   if (auto r = flag("tokenizer.ggml.add_eos_token", settings.add_eos); !r) return r.error();
   if (auto r = flag("tokenizer.ggml.add_space_prefix", settings.add_space_prefix); !r) return r.error();
-  settings.escape_whitespace = true;
+  if (const auto name = file.find("general.name")) {
+    if (const auto text = name->as_string()) {
+      std::string_view n = *text;
+      for (std::size_t at = 0; at + 3 < n.size() && !settings.strip_after_special; ++at) {
+        const auto lower = [&](std::size_t i) { return n[i] >= 'A' && n[i] <= 'Z' ? static_cast<char>(n[i] + 32) : n[i]; };
+        const bool phi = lower(at) == 'p' && lower(at + 1) == 'h' && lower(at + 2) == 'i';
+        settings.strip_after_special = phi && (lower(at + 3) == '3' || (lower(at + 3) == '-' && at + 4 < n.size() && lower(at + 4) == '3'));
+      }
+    }
+  }
+
+  bpe_merges merges;
+  if (settings.model == tokenizer_model::bpe) {
+    const auto list = file.find("tokenizer.ggml.merges");
+    if (!list) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.merges key (required by tokenizer.ggml.model \"gpt2\")";
+    if (!list->is_array() || list->element_type() != gguf_value_type::string)
+      return error{errc::parse_error} << "tokenizer.ggml.merges is not an array of strings";
+    auto merge = list->strings().begin();
+    auto built = bpe_merges::build(static_cast<std::size_t>(list->size()), [&](std::size_t) -> result<std::string_view> {
+      std::string_view text = *merge;
+      ++merge;
+      return text;
+    });
+    if (!built) return built.error();
+    merges = std::move(*built);
+  }
 
   auto piece = tokens->strings().begin();
   return vocabulary::build(
@@ -111,7 +168,7 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
         }
         return r;
       },
-      settings);
+      settings, std::move(merges));
 }
 
 }  // namespace hedge::model

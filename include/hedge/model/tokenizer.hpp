@@ -1,11 +1,12 @@
-// hedge/model/tokenizer.hpp: SentencePiece BPE encode and decode over a llama (SPM)
-// vocabulary, giving the ids llama.cpp gives (llama_tokenize with parse_special = false).
+// hedge/model/tokenizer.hpp: encode and decode over a vocabulary, SentencePiece BPE (llama
+// "SPM") or byte-level BPE (GPT-2's, tokenizer.ggml.model "gpt2"), giving the ids llama.cpp
+// gives (llama_tokenize).
 //
-// Encode, as llama.cpp's llama_vocab::impl::tokenize and llm_tokenizer_spm_session
-// (src/llama-vocab.cpp):
-//   1. User-defined pieces are split out of the text first, longest piece first, each
-//      occurrence becoming its id (control and unknown pieces such as "<s>" are not: with
-//      parse_special = false they are plain text).
+// Encode, as llama.cpp's llama_vocab::impl::tokenize (src/llama-vocab.cpp):
+//   1. Special pieces are split out of the text first, longest piece first, each occurrence
+//      becoming its id: user-defined pieces always, control and unknown ones (such as "<s>",
+//      "<|eot_id|>") only with parse_special; without it they are plain text.
+// SentencePiece fragments then go as llm_tokenizer_spm_session:
 //   2. Each remaining fragment gets a leading space when add_space_prefix is set and it
 //      starts the text or follows a user-defined token; spaces become U+2581 (▁).
 //   3. The fragment is cut into symbols of one UTF-8 character each, the length taken from
@@ -14,16 +15,26 @@
 //      merges, the leftmost on equal scores; any piece of the vocabulary may be a merge
 //      result, control pieces included.
 //   5. Each final symbol is its piece's id, or else one byte-fallback id (<0xHH>) per byte.
-//   BOS first and EOS last when asked (add_special) and the vocabulary's add_bos/add_eos say so.
+// Byte-level BPE fragments as llm_tokenizer_bpe_session:
+//   2. The fragment is read as code points (unicode.hpp: llama.cpp's reading, U+FFFD for
+//      bytes that are not UTF-8) and cut into words by the vocabulary's pre-tokenizer
+//      (pre_tokenizer.hpp).
+//   3. Each word is written back as UTF-8 and each byte spelled as its GPT-2 code point
+//      (byte_unicode.hpp); with ignore_merges, a word that is a token is that token.
+//   4. The word's symbols (one per byte) merge pair by pair, the pair of lowest merge rank
+//      first, the leftmost on equal ranks (bpe_merges.hpp).
+//   5. Each final symbol is its piece's id; one that is none becomes the ids of its single
+//      bytes that are pieces (the others are dropped, as llama.cpp drops them).
+// BOS first and EOS last when asked (add_special) and the vocabulary's add_bos/add_eos say so.
 //
-// Cost: O(n log n) for n bytes. Pairs live in an indexed binary heap, one entry per
-// symbol (the pair it starts), so the heap never holds stale pairs and its size is
-// bounded by the symbols; a candidate longer than the vocabulary's longest piece is
-// never hashed. `encode` with a caller workspace of `workspace_bytes(n)` bytes touches
-// no heap.
+// Cost: O(n log n) for n bytes. Pairs live in an indexed binary heap (merge_heap.hpp), one
+// entry per symbol (the pair it starts), so the heap never holds stale pairs and its size
+// is bounded by the symbols; a candidate longer than the vocabulary's longest piece (or
+// merge) is never hashed. Special pieces cost a search of the text each, as llama.cpp's.
+// `encode` with a caller workspace of `workspace_bytes(n)` bytes touches no heap.
 //
-// Decode, as llama.cpp's token_to_piece and detokenize: normal pieces with ▁ as a space,
-// byte tokens as their byte, user-defined pieces as they are, control and unknown pieces
+// Decode, as llama.cpp's token_to_piece and detokenize: normal pieces with ▁ as a space
+// (SPM) or each code point as the byte it spells (BPE), byte tokens as their byte, user-defined pieces as they are, control and unknown pieces
 // only when unparse_special is set, unused ones never; with add_space_prefix, the first
 // piece's leading space is dropped unless the ids start with a BOS that remove_special
 // removes (llama.cpp keeps the space there).
@@ -40,6 +51,10 @@
 
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
+#include "hedge/model/byte_unicode.hpp"
+#include "hedge/model/merge_heap.hpp"
+#include "hedge/model/pre_tokenizer.hpp"
+#include "hedge/model/unicode.hpp"
 #include "hedge/model/vocabulary.hpp"
 
 namespace hedge::model {
@@ -47,6 +62,17 @@ namespace hedge::model {
 struct encode_options {
   /// BOS (and EOS) as the vocabulary's add_bos / add_eos say: llama_tokenize's add_special.
   bool add_special = true;
+  /// Control and unknown pieces in the text ("<|im_start|>", "<s>") become their ids:
+  /// llama_tokenize's parse_special. Off, they are text like any other.
+  bool parse_special = false;
+};
+
+/// How one token renders (tokenizer::visit_piece).
+struct piece_options {
+  /// Drop one leading space (the first piece of a text when add_space_prefix is set).
+  bool strip_leading_space = false;
+  /// Render control and unknown pieces instead of dropping them.
+  bool unparse_special = false;
 };
 
 struct decode_options {
@@ -76,17 +102,70 @@ struct spm_symbol {
   std::uint32_t heap_slot;
 };
 
-inline constexpr std::uint32_t not_in_heap = 0xFFFFFFFFu;
-
 /// A heap slot: the pair (symbol, its next) and the pair's score, kept here so comparisons
 /// read the heap array alone (the symbols are scattered: at 1 MB they outgrow the caches).
 struct spm_pair {
   float score;
   std::uint32_t symbol;
+  /// Higher pair score first, then the leftmost pair.
+  static bool before(const spm_pair& a, const spm_pair& b) noexcept {
+    return a.score > b.score || (a.score == b.score && a.symbol < b.symbol);
+  }
 };
+
+/// One symbol of the byte-level BPE merge loop: a run of the spelled word.
+struct bpe_symbol {
+  std::uint32_t offset;
+  std::uint32_t length;  ///< 0 once merged into its left neighbour
+  std::int32_t prev;
+  std::int32_t next;
+  std::uint32_t heap_slot;
+};
+
+/// A heap slot of the BPE loop: the pair (symbol, its next) and its merge rank.
+struct bpe_pair {
+  std::int32_t rank;
+  std::uint32_t symbol;
+  /// Lower rank first, then the leftmost pair (llama.cpp's llm_bigram_bpe::comparator).
+  static bool before(const bpe_pair& a, const bpe_pair& b) noexcept {
+    return a.rank < b.rank || (a.rank == b.rank && a.symbol < b.symbol);
+  }
+};
+
 
 /// 8-byte aligned offset.
 constexpr std::size_t align8(std::size_t n) noexcept { return (n + 7) & ~std::size_t{7}; }
+
+/// A byte-level BPE piece's bytes, as llama.cpp's llama_decode_text: each code point the byte
+/// it spells; one that spells none becomes "[UNK_BYTE_0x" + its UTF-8 in hex + the piece + "]".
+template <class Emit>
+void spelled_bytes(std::string_view piece, Emit& emit) {
+  char run[64];
+  std::size_t n = 0;
+  for (std::size_t at = 0; at < piece.size();) {
+    const unicode::decoded d = unicode::decode_utf8(piece.data() + at, piece.size() - at);
+    at += d.length;
+    const int b = byte_unicode::byte_of(d.cpt);
+    if (b >= 0) {
+      run[n++] = static_cast<char>(b);
+      if (n == sizeof run) emit(std::string_view{run, n}), n = 0;
+      continue;
+    }
+    if (n > 0) emit(std::string_view{run, n}), n = 0;
+    char utf8[4];
+    const std::size_t length = unicode::encode_utf8(d.cpt, utf8);
+    emit("[UNK_BYTE_0x");
+    for (std::size_t i = 0; i < length; ++i) {
+      static constexpr char hex[] = "0123456789abcdef";
+      const auto u = static_cast<unsigned char>(utf8[i]);
+      const char digits[2] = {hex[u >> 4], hex[u & 15]};
+      emit(std::string_view{digits, 2});
+    }
+    emit(piece);
+    emit("]");
+  }
+  if (n > 0) emit(std::string_view{run, n});
+}
 
 /// Renders one token as llama.cpp's token_to_piece, handing `out` the bytes in one or more
 /// segments (a normal piece's ▁ become " " segments). Returns false for an id out of range.
@@ -109,6 +188,10 @@ bool visit_piece(const vocabulary& vocab, token_id id, bool strip_leading_space,
       return true;
     case token_type::user_defined: emit(piece); return true;
     case token_type::normal: {
+      if (vocab.settings().model == tokenizer_model::bpe) {
+        spelled_bytes(piece, emit);
+        return true;
+      }
       if (!vocab.settings().escape_whitespace) {
         emit(piece);
         return true;
@@ -153,24 +236,36 @@ class tokenizer {
   [[nodiscard]] const vocabulary& vocab() const noexcept { return vocab_; }
 
   /// The most input bytes one encode takes: symbol offsets and links are 32-bit.
-  static constexpr std::size_t max_text_bytes = (std::size_t{1} << 31) / 3 - 2;
+  static constexpr std::size_t max_text_bytes = (std::size_t{1} << 31) / 6 - 2;
 
-  /// Workspace bytes `encode` needs for a text of `text_bytes` bytes (any alignment):
-  /// the escaped fragment (3 bytes per input byte at most) and two symbols and heap slots
-  /// per input byte (a space after a lone lead byte loses its first byte to that lead's
-  /// symbol and leaves two one-byte symbols); 67 bytes per input byte.
+  /// Workspace bytes `encode` needs for a text of `text_bytes` bytes (any alignment), for
+  /// either kind of vocabulary. SentencePiece: the escaped fragment (3 bytes per input byte
+  /// at most) and two symbols and heap slots per input byte (a space after a lone lead byte
+  /// loses its first byte to that lead's symbol and leaves two one-byte symbols), 67 bytes
+  /// per input byte. Byte-level BPE: a code point, the spelled word (6 bytes: a byte read
+  /// as U+FFFD is 3 bytes, each spelled in 2) and three symbols and heap slots per input
+  /// byte (one per byte of the word before spelling), 94 bytes per input byte.
   static constexpr std::size_t workspace_bytes(std::size_t text_bytes) noexcept {
     const std::size_t n = (text_bytes > max_text_bytes ? max_text_bytes : text_bytes) + 1;
-    return 8 + detail::align8(3 * n) + detail::align8(2 * n * sizeof(detail::spm_symbol)) + 2 * n * sizeof(detail::spm_pair);
+    const std::size_t spm =
+        detail::align8(3 * n) + detail::align8(2 * n * sizeof(detail::spm_symbol)) + 2 * n * sizeof(detail::spm_pair);
+    const std::size_t bpe = detail::align8(4 * n) + detail::align8(6 * n) + detail::align8(3 * n * sizeof(detail::bpe_symbol)) +
+                            3 * n * sizeof(detail::bpe_pair);
+    return 8 + (spm > bpe ? spm : bpe);
   }
 
-  /// The most ids `encode` writes for a text of `text_bytes` bytes, prefix spaces (one per
-  /// fragment) counted as bytes, plus BOS and EOS: every id covers at least one byte of the
-  /// escaped text, which is at most 3 bytes per input byte; when ▁ is a piece, at most 2
-  /// ids per input byte (a space only splits into byte tokens behind a lone lead byte).
-  [[nodiscard]] std::size_t max_tokens(std::size_t text_bytes) const noexcept {
+  /// The most ids `encode` writes for a text of `text_bytes` bytes with `options`, plus BOS
+  /// and EOS. SentencePiece: prefix spaces (one per fragment: there are several only where
+  /// special pieces split the text) counted as bytes, every id covers at
+  /// least one byte of the escaped text, at most 3 bytes per input byte; when ▁ is a piece,
+  /// at most 2 ids per input byte (a space only splits into byte tokens behind a lone lead
+  /// byte). Byte-level BPE: an id covers at least one byte of the spelled text, at most 6
+  /// per input byte.
+  [[nodiscard]] std::size_t max_tokens(std::size_t text_bytes, encode_options options = {}) const noexcept {
+    if (vocab_.settings().model == tokenizer_model::bpe) return 6 * text_bytes + 2;
     const std::size_t per_byte = vocab_.space_is_token() ? 2 : 3;
-    const std::size_t fragments = vocab_.user_defined_order().empty() ? 1 : text_bytes + 1;
+    const bool splits = options.parse_special ? !vocab_.special_order().empty() : vocab_.has_user_defined();
+    const std::size_t fragments = splits ? text_bytes + 1 : 1;
     return (text_bytes + fragments) * per_byte + 2;
   }
 
@@ -185,7 +280,7 @@ class tokenizer {
     if (workspace.size() < workspace_bytes(text.size()))
       return error{errc::capacity_exceeded} << "encode: workspace of " << workspace.size() << " bytes, text of "
                                             << text.size() << " bytes needs " << workspace_bytes(text.size());
-    session s{vocab_, text, out, workspace};
+    session s{vocab_, text, out, workspace, options.parse_special};
     const vocabulary_settings& st = vocab_.settings();
     if (options.add_special && st.add_bos) {
       if (st.bos == no_token) return error{errc::invalid_argument} << "encode: add_bos is set but the vocabulary has no BOS";
@@ -206,7 +301,7 @@ class tokenizer {
   result<std::vector<token_id>> encode(std::string_view text, encode_options options = {}) const {
     auto workspace = heap_storage<std::byte>::make(workspace_bytes(text.size()));
     if (!workspace) return workspace.error();
-    std::vector<token_id> ids(max_tokens(text.size()));
+    std::vector<token_id> ids(max_tokens(text.size(), options));
     auto n = encode(text, ids, workspace->span(), options);
     if (!n) return n.error();
     ids.resize(*n);
@@ -233,6 +328,23 @@ class tokenizer {
       return error{errc::capacity_exceeded} << "encode: text of " << text.size() << " bytes makes " << ids->size()
                                             << " ids, more than " << max_ids;
     return ids;
+  }
+
+  /// Calls `out(std::string_view)` with the bytes token `id` renders to, in one or more
+  /// segments (llama.cpp's token_to_piece); an id out of range is an error.
+  template <class Out>
+  result<void> visit_piece(token_id id, Out&& out, piece_options options = {}) const {
+    if (!detail::visit_piece(vocab_, id, options.strip_leading_space, options.unparse_special, out))
+      return error{errc::out_of_range} << "piece: token " << id << " is outside the vocabulary of " << vocab_.size();
+    return {};
+  }
+
+  /// The bytes token `id` renders to, as a string.
+  result<std::string> piece(token_id id, piece_options options = {}) const {
+    std::string text;
+    auto r = visit_piece(id, [&](std::string_view s) { text.append(s); }, options);
+    if (!r) return r.error();
+    return text;
   }
 
   /// Decodes `ids` into `out`; returns the bytes written. An id out of range, or an `out`
@@ -278,29 +390,46 @@ class tokenizer {
   }
 
  private:
-  /// One encode call's state: the caller's output and the workspace carved into the
-  /// escaped text, the symbols and the heap.
+  /// One encode call's state: the caller's output and the workspace, carved for the
+  /// vocabulary's kind: SentencePiece's escaped text, symbols and heap, or byte-level BPE's
+  /// code points, spelled word, symbols and heap.
   struct session {
     const vocabulary& vocab;
     std::string_view text;
     std::span<token_id> out;
+    bool parse_special;
     char* escaped = nullptr;
     detail::spm_symbol* symbols = nullptr;
-    detail::spm_pair* heap = nullptr;
-    std::size_t heap_size = 0;
+    detail::merge_heap<detail::spm_pair, detail::spm_symbol> heap;
+    std::uint32_t* code_points = nullptr;
+    char* spelled = nullptr;
+    detail::bpe_symbol* bpe_symbols = nullptr;
+    detail::merge_heap<detail::bpe_pair, detail::bpe_symbol> bpe_heap;
     std::size_t written = 0;
 
-    session(const vocabulary& v, std::string_view t, std::span<token_id> o, std::span<std::byte> workspace) noexcept
-        : vocab(v), text(t), out(o) {
+    session(const vocabulary& v, std::string_view t, std::span<token_id> o, std::span<std::byte> workspace, bool special) noexcept
+        : vocab(v), text(t), out(o), parse_special(special) {
       const std::size_t n = t.size() + 1;
       auto base = reinterpret_cast<std::uintptr_t>(workspace.data());
       const std::size_t skip = (8 - base % 8) % 8;
       std::byte* p = workspace.data() + skip;
+      if (v.settings().model == tokenizer_model::bpe) {
+        code_points = reinterpret_cast<std::uint32_t*>(p);
+        p += detail::align8(4 * n);
+        spelled = reinterpret_cast<char*>(p);
+        p += detail::align8(6 * n);
+        bpe_symbols = reinterpret_cast<detail::bpe_symbol*>(p);
+        p += detail::align8(3 * n * sizeof(detail::bpe_symbol));
+        bpe_heap.slots = reinterpret_cast<detail::bpe_pair*>(p);
+        bpe_heap.symbols = bpe_symbols;
+        return;
+      }
       escaped = reinterpret_cast<char*>(p);
       p += detail::align8(3 * n);
       symbols = reinterpret_cast<detail::spm_symbol*>(p);
       p += detail::align8(2 * n * sizeof(detail::spm_symbol));
-      heap = reinterpret_cast<detail::spm_pair*>(p);
+      heap.slots = reinterpret_cast<detail::spm_pair*>(p);
+      heap.symbols = symbols;
     }
 
     result<void> emit(token_id id) noexcept {
@@ -311,13 +440,15 @@ class tokenizer {
       return {};
     }
 
-    /// Splits text[begin, end) at the user-defined pieces from rank `rank` on, in
-    /// llama.cpp's order (each piece, longest first, splits every fragment the earlier
-    /// ones left), and encodes the raw fragments.
+    /// Splits text[begin, end) at the special pieces from rank `rank` on, in llama.cpp's
+    /// order (each piece, longest first, splits every fragment the earlier ones left), and
+    /// encodes the raw fragments. Control and unknown pieces take part only with parse_special.
     result<void> partition(std::size_t begin, std::size_t end, std::size_t rank, bool& prev_special) noexcept {
-      const auto order = vocab.user_defined_order();
+      const auto order = vocab.special_order();
       for (; rank < order.size(); ++rank) {
-        const std::string_view piece = vocab[static_cast<token_id>(order[rank])].piece;
+        const token_record& special = vocab[static_cast<token_id>(order[rank])];
+        if (!parse_special && special.type != token_type::user_defined) continue;
+        const std::string_view piece = special.piece;
         std::size_t at = text.substr(0, end).find(piece, begin);
         if (at == std::string_view::npos) continue;
         while (at != std::string_view::npos) {
@@ -327,63 +458,30 @@ class tokenizer {
           if (auto r = emit(static_cast<token_id>(order[rank])); !r) return r;
           prev_special = true;
           begin = at + piece.size();
+          if (strips_after(piece))
+            while (begin < end && is_c_space(text[begin])) ++begin;
           at = begin < end ? text.substr(0, end).find(piece, begin) : std::string_view::npos;
         }
         if (begin < end) return partition(begin, end, rank + 1, prev_special);
         return {};
       }
-      auto r = encode_fragment(text.substr(begin, end - begin), prev_special && vocab.settings().add_space_prefix);
+      const std::string_view fragment = text.substr(begin, end - begin);
+      auto r = vocab.settings().model == tokenizer_model::bpe
+                   ? encode_bpe_fragment(fragment)
+                   : encode_fragment(fragment, prev_special && vocab.settings().add_space_prefix);
       prev_special = false;
       return r;
     }
 
+    [[nodiscard]] bool strips_after(std::string_view piece) const noexcept {
+      return vocab.settings().strip_after_special && piece != "<unk>" && piece != "<s>" && piece != "<|endoftext|>";
+    }
+
+    /// C's isspace in the "C" locale, as llama.cpp strips.
+    static bool is_c_space(char c) noexcept { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
     [[nodiscard]] std::string_view symbol_text(const detail::spm_symbol& s) const noexcept {
       return {escaped + s.offset, s.length};
-    }
-
-    /// Heap order: higher pair score first, then the leftmost pair.
-    static bool before(const detail::spm_pair& a, const detail::spm_pair& b) noexcept {
-      return a.score > b.score || (a.score == b.score && a.symbol < b.symbol);
-    }
-
-    void place(std::size_t slot, detail::spm_pair pair) noexcept {
-      heap[slot] = pair;
-      symbols[pair.symbol].heap_slot = static_cast<std::uint32_t>(slot);
-    }
-
-    void sift_up(std::size_t slot) noexcept {
-      const detail::spm_pair sym = heap[slot];
-      while (slot > 0) {
-        const std::size_t parent = (slot - 1) / 2;
-        if (!before(sym, heap[parent])) break;
-        place(slot, heap[parent]);
-        slot = parent;
-      }
-      place(slot, sym);
-    }
-
-    void sift_down(std::size_t slot) noexcept {
-      const detail::spm_pair sym = heap[slot];
-      for (;;) {
-        std::size_t child = 2 * slot + 1;
-        if (child >= heap_size) break;
-        if (child + 1 < heap_size && before(heap[child + 1], heap[child])) ++child;
-        if (!before(heap[child], sym)) break;
-        place(slot, heap[child]);
-        slot = child;
-      }
-      place(slot, sym);
-    }
-
-    void heap_remove(std::uint32_t sym) noexcept {
-      const std::size_t slot = symbols[sym].heap_slot;
-      if (slot == detail::not_in_heap) return;
-      symbols[sym].heap_slot = detail::not_in_heap;
-      const detail::spm_pair last = heap[--heap_size];
-      if (slot == heap_size) return;
-      place(slot, last);
-      sift_up(slot);
-      sift_down(symbols[last.symbol].heap_slot);
     }
 
     /// Looks up the pair (sym, sym.next) and puts it in, updates it in, or takes it out of the heap.
@@ -397,20 +495,11 @@ class tokenizer {
       }
       const auto index = static_cast<std::uint32_t>(sym);
       if (id == no_token) {
-        heap_remove(index);
+        heap.remove(index);
         return;
       }
       left.pair_token = id;
-      const detail::spm_pair pair{vocab[id].score, index};
-      if (left.heap_slot == detail::not_in_heap) {
-        place(heap_size++, pair);
-        sift_up(heap_size - 1);
-      } else {
-        const std::size_t slot = left.heap_slot;
-        place(slot, pair);
-        sift_up(slot);
-        sift_down(left.heap_slot);
-      }
+      heap.upsert({vocab[id].score, index});
     }
 
     result<void> encode_fragment(std::string_view fragment, bool space_prefix) noexcept {
@@ -462,25 +551,25 @@ class tokenizer {
 
     /// Merges symbols [begin, end) (linked among themselves only) and emits their ids.
     result<void> merge_and_emit(std::uint32_t begin, std::uint32_t end) noexcept {
-      heap_size = 0;
+      heap.size = 0;
       for (std::uint32_t i = begin; i + 1 < end; ++i) {
         const std::size_t pair = std::size_t{symbols[i].length} + symbols[i + 1].length;
         const token_id id = pair <= vocab.max_piece_bytes() ? vocab.find({escaped + symbols[i].offset, pair}) : no_token;
         if (id == no_token) continue;
         symbols[i].pair_token = id;
-        place(heap_size++, {vocab[id].score, i});
+        heap.append({vocab[id].score, i});
       }
-      for (std::size_t slot = heap_size / 2; slot-- > 0;) sift_down(slot);
+      heap.heapify();
 
-      while (heap_size > 0) {
-        const std::uint32_t left_index = heap[0].symbol;
+      while (!heap.empty()) {
+        const std::uint32_t left_index = heap.top().symbol;
         detail::spm_symbol& left = symbols[left_index];
         const auto right_index = static_cast<std::uint32_t>(left.next);
         detail::spm_symbol& right = symbols[right_index];
         left.length += right.length;
         left.token = left.pair_token;
         right.length = 0;
-        heap_remove(right_index);
+        heap.remove(right_index);
         left.next = right.next;
         if (right.next >= 0) symbols[right.next].prev = static_cast<std::int32_t>(left_index);
         refresh_pair(static_cast<std::int32_t>(left_index));
@@ -504,6 +593,87 @@ class tokenizer {
         }
       }
       return {};
+    }
+
+    /// Byte-level BPE: code points, words, spelling, merges (see the header comment).
+    result<void> encode_bpe_fragment(std::string_view fragment) noexcept {
+      std::size_t count = 0;
+      for (std::size_t at = 0; at < fragment.size();) {
+        const unicode::decoded d = unicode::decode_utf8(fragment.data() + at, fragment.size() - at);
+        code_points[count++] = d.cpt;
+        at += d.length;
+      }
+      result<void> status;
+      split_words(vocab.settings().pre, code_points, count, [&](std::size_t begin, std::size_t end) {
+        if (status) status = encode_bpe_word(begin, end);
+      });
+      return status;
+    }
+
+    /// Spells code_points[begin, end) and merges it.
+    result<void> encode_bpe_word(std::size_t begin, std::size_t end) noexcept {
+      std::uint32_t length = 0, count = 0;
+      for (std::size_t i = begin; i < end; ++i) {
+        char utf8[4];
+        const std::size_t n = unicode::encode_utf8(code_points[i], utf8);
+        for (std::size_t k = 0; k < n; ++k) {
+          const unsigned spelled_length = byte_unicode::encode(static_cast<unsigned char>(utf8[k]), spelled + length);
+          bpe_symbols[count] = {length, spelled_length, static_cast<std::int32_t>(count) - 1,
+                                static_cast<std::int32_t>(count) + 1, detail::not_in_heap};
+          length += spelled_length;
+          ++count;
+        }
+      }
+      if (count == 0) return {};
+      bpe_symbols[count - 1].next = -1;
+      if (vocab.settings().ignore_merges) {
+        if (const token_id id = vocab.find({spelled, length}); id != no_token) return emit(id);
+      }
+      const bpe_merges& merges = vocab.merges();
+      bpe_heap.size = 0;
+      for (std::uint32_t i = 0; i + 1 < count; ++i) {
+        const std::int32_t rank = merges.rank(bpe_text(bpe_symbols[i]), bpe_text(bpe_symbols[i + 1]));
+        if (rank >= 0) bpe_heap.append({rank, i});
+      }
+      bpe_heap.heapify();
+      while (!bpe_heap.empty()) {
+        const std::uint32_t left_index = bpe_heap.top().symbol;
+        detail::bpe_symbol& left = bpe_symbols[left_index];
+        const auto right_index = static_cast<std::uint32_t>(left.next);
+        detail::bpe_symbol& right = bpe_symbols[right_index];
+        left.length += right.length;
+        right.length = 0;
+        bpe_heap.remove(right_index);
+        left.next = right.next;
+        if (right.next >= 0) bpe_symbols[right.next].prev = static_cast<std::int32_t>(left_index);
+        refresh_bpe_pair(static_cast<std::int32_t>(left_index));
+        refresh_bpe_pair(left.prev);
+      }
+      for (std::int32_t i = 0; i != -1; i = bpe_symbols[i].next) {
+        const std::string_view piece = bpe_text(bpe_symbols[i]);
+        if (const token_id id = vocab.find(piece); id != no_token) {
+          if (auto r = emit(id); !r) return r;
+          continue;
+        }
+        for (std::size_t b = 0; b < piece.size(); ++b)
+          if (const token_id id = vocab.find(piece.substr(b, 1)); id != no_token)
+            if (auto r = emit(id); !r) return r;
+      }
+      return {};
+    }
+
+    [[nodiscard]] std::string_view bpe_text(const detail::bpe_symbol& s) const noexcept { return {spelled + s.offset, s.length}; }
+
+    /// Ranks the pair (sym, sym.next) and puts it in, updates it in, or takes it out of the heap.
+    void refresh_bpe_pair(std::int32_t sym) noexcept {
+      if (sym < 0) return;
+      const detail::bpe_symbol& left = bpe_symbols[sym];
+      const std::int32_t rank = left.next >= 0 ? vocab.merges().rank(bpe_text(left), bpe_text(bpe_symbols[left.next])) : -1;
+      const auto index = static_cast<std::uint32_t>(sym);
+      if (rank < 0)
+        bpe_heap.remove(index);
+      else
+        bpe_heap.upsert({rank, index});
     }
   };
 

@@ -1,5 +1,6 @@
-// hedge/model/vocabulary.hpp: a SentencePiece (llama "SPM") vocabulary: per token id its
-// piece, score and type, the special ids and flags, and a piece -> id lookup.
+// hedge/model/vocabulary.hpp: a tokenizer's vocabulary, SentencePiece (llama "SPM") or
+// byte-level BPE (GPT-2's): per token id its piece, score and type, the special ids and
+// flags, the end-of-generation set, a piece -> id lookup, and (BPE) the merge ranks.
 //
 // The pieces are views into the bytes they were read from (a GGUF's tokenizer.ggml.tokens
 // array, a llama2.c tokenizer.bin): those bytes must outlive the vocabulary. What the
@@ -8,7 +9,11 @@
 // lookup in the encoder's hot loop hashes the candidate bytes and compares a few pieces,
 // with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
 // when two ids share a piece, the lookup answers the higher id, and an empty piece is
-// never found.
+// never found. Its name-based fix-ups are kept too, since ids and text depend on them:
+// the known end markers (end_markers below) are end-of-generation tokens and count as
+// control tokens whatever type the file gives them (so text never matches them unless
+// parse_special, and decode renders them only with unparse_special); the EOS, EOT and EOM
+// ids join the end-of-generation set.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +25,8 @@
 
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
+#include "hedge/model/bpe_merges.hpp"
+#include "hedge/model/pre_tokenizer.hpp"
 
 namespace hedge::model {
 
@@ -45,20 +52,44 @@ struct token_record {
   token_type type = token_type::normal;
 };
 
-/// The special ids and flags of a llama vocabulary; the defaults are llama.cpp's for
+/// tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (byte-level BPE).
+enum class tokenizer_model : std::uint8_t { spm, bpe };
+
+/// The special ids and flags of a vocabulary; the defaults are llama.cpp's for
 /// tokenizer.ggml.model "llama" when the GGUF has no key for them.
 struct vocabulary_settings {
+  tokenizer_model model = tokenizer_model::spm;
+  /// BPE only: how text is cut into words before the merges.
+  pre_tokenizer pre = pre_tokenizer::gpt2;
+  /// BPE only: a word that is a token is that token, merges or not (llama3's pre-tokenizer).
+  bool ignore_merges = false;
   token_id bos = 1;
   token_id eos = 2;
   token_id unk = 0;
+  token_id eot = no_token;  ///< end of turn (tokenizer.ggml.eot_token_id)
+  token_id eom = no_token;  ///< end of message (tokenizer.ggml.eom_token_id)
   bool add_bos = true;
   bool add_eos = false;
   /// Prefix a space to the text (and to the text after a user-defined token).
   bool add_space_prefix = true;
-  /// Spaces are U+2581 (▁) in the pieces: true for GGUF; false for llama2.c's
-  /// tokenizer.bin, whose export wrote them back as spaces.
+  /// White space after a special piece other than <unk>, <s> and <|endoftext|> is dropped
+  /// when splitting text at special pieces: llama.cpp sets this (its RSTRIP attribute) for
+  /// models named Phi-3 (general.name holding "phi-3" or "phi3"), whose chat markup it fits.
+  bool strip_after_special = false;
+  /// Spaces are U+2581 (▁) in the pieces: true for a GGUF SPM vocabulary; false for
+  /// llama2.c's tokenizer.bin, whose export wrote them back as spaces, and for BPE.
   bool escape_whitespace = true;
 };
+
+/// The pieces llama.cpp treats as end of generation by name: llama_vocab::load's list, with
+/// Qwen's fill-in-the-middle pad, repository and file separators. (llama.cpp drops <|end|>
+/// again where <|return|> and <|call|> are present, and </s> where <|tool_response> is:
+/// vocabularies of families hedge does not run.)
+inline constexpr std::string_view end_markers[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
+    "<eos>", "<turn|>", "<|tool_response>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~[",
+    "<|fim_pad|>", "<|fim_repo|>", "<|repo_name|>", "<|file_sep|>"};
 
 namespace detail {
 
@@ -85,7 +116,8 @@ class vocabulary {
   /// result<token_record>). Special ids outside [0, count) are disabled (no_token), as
   /// llama.cpp does. Allocates count records and the hash table, once.
   template <class TokenAt>
-  static result<vocabulary> build(std::size_t count, TokenAt&& token_at, vocabulary_settings settings) noexcept {
+  static result<vocabulary> build(std::size_t count, TokenAt&& token_at, vocabulary_settings settings,
+                                  bpe_merges merges = {}) noexcept {
     if (count == 0) return error{errc::parse_error} << "vocabulary has no tokens";
     if (count > max_tokens) return error{errc::unsupported} << "vocabulary of " << count << " tokens exceeds " << max_tokens;
     vocabulary v;
@@ -102,9 +134,14 @@ class vocabulary {
       result<token_record> r = token_at(i);
       if (!r) return r.error();
       if (static_cast<std::uint8_t>(r->type) > static_cast<std::uint8_t>(token_type::byte)) r->type = token_type::undefined;
+      if (is_end_marker(r->piece)) {
+        r->type = token_type::control;
+        ++v.end_of_generation_count_;
+      }
       v.records_.data()[i] = *r;
       v.max_piece_ = v.max_piece_ < r->piece.size() ? r->piece.size() : v.max_piece_;
       if (!r->piece.empty()) v.insert(static_cast<std::uint32_t>(i));
+      if (is_special(r->type) && !r->piece.empty()) ++v.special_;
       if (r->type == token_type::user_defined && !r->piece.empty()) ++v.user_defined_;
     }
     auto disable = [count](token_id& id) {
@@ -113,7 +150,11 @@ class vocabulary {
     disable(settings.bos);
     disable(settings.eos);
     disable(settings.unk);
+    disable(settings.eot);
+    disable(settings.eom);
     v.settings_ = settings;
+    v.merges_ = std::move(merges);
+    if (auto r = v.collect_end_of_generation(); !r) return r.error();
     // Byte fallback as llama.cpp's byte_to_token: the piece "<0xHH>", else the byte
     // itself as a piece; where neither exists, the unknown token.
     for (unsigned b = 0; b < 256; ++b) {
@@ -126,11 +167,11 @@ class vocabulary {
       }
       v.byte_tokens_[b] = id == no_token ? v.settings_.unk : id;
     }
-    if (v.user_defined_ > 0) {
-      auto order = heap_storage<std::uint32_t>::make(v.user_defined_);
+    if (v.special_ > 0) {
+      auto order = heap_storage<std::uint32_t>::make(v.special_);
       if (!order) return order.error();
-      v.user_order_ = std::move(*order);
-      v.sort_user_defined();
+      v.special_order_ = std::move(*order);
+      v.sort_special();
     }
     const std::string_view space = v.space_piece();
     v.space_is_token_ = v.find(space) != no_token;
@@ -179,12 +220,63 @@ class vocabulary {
   /// character, and the encoder merges each such word apart, in cache.
   [[nodiscard]] bool splits_at_spaces() const noexcept { return splits_at_spaces_; }
 
-  /// User-defined tokens (split out of the text before the merges, as llama.cpp's
-  /// tokenizer_st_partition does even without parse_special), longest piece first, ties by id.
-  [[nodiscard]] std::span<const std::uint32_t> user_defined_order() const noexcept { return user_order_.span(); }
+  /// Control, user-defined and unknown tokens, longest piece first, ties by id: the tokens
+  /// llama.cpp's tokenizer_st_partition splits out of the text before the merges (the
+  /// user-defined ones always, the others only with parse_special).
+  [[nodiscard]] std::span<const std::uint32_t> special_order() const noexcept { return special_order_.span(); }
+  /// Whether any piece is user-defined (split out of text even without parse_special).
+  [[nodiscard]] bool has_user_defined() const noexcept { return user_defined_ > 0; }
+
+  /// The end-of-generation tokens, ascending: the end markers, EOS, EOT and EOM.
+  [[nodiscard]] std::span<const token_id> end_of_generation() const noexcept { return end_of_generation_.span(); }
+  [[nodiscard]] bool is_end_of_generation(token_id id) const noexcept {
+    for (const token_id e : end_of_generation_.span())
+      if (e == id) return true;
+    return false;
+  }
+
+  /// The merge ranks (empty for SentencePiece).
+  [[nodiscard]] const bpe_merges& merges() const noexcept { return merges_; }
+
+  /// Whether text holds `type`'s pieces as tokens of their own before any merge.
+  static constexpr bool is_special(token_type type) noexcept {
+    return type == token_type::control || type == token_type::user_defined || type == token_type::unknown;
+  }
 
  private:
   static constexpr std::uint32_t empty_slot = 0xFFFFFFFFu;
+
+  static constexpr bool is_end_marker(std::string_view piece) noexcept {
+    for (const std::string_view m : end_markers)
+      if (piece == m) return true;
+    return false;
+  }
+
+  /// The end markers found at build time, then EOS, EOT and EOM where not among them.
+  result<void> collect_end_of_generation() noexcept {
+    auto set = heap_storage<token_id>::make(end_of_generation_count_ + 3);
+    if (!set) return set.error();
+    std::size_t n = 0;
+    for (std::size_t id = 0; id < size() && n < end_of_generation_count_; ++id)
+      if (is_end_marker(records_.data()[id].piece)) set->data()[n++] = static_cast<token_id>(id);
+    for (const token_id id : {settings_.eos, settings_.eot, settings_.eom}) {
+      if (id == no_token) continue;
+      std::size_t at = 0;
+      while (at < n && set->data()[at] != id) ++at;
+      if (at < n) continue;
+      while (at > 0 && set->data()[at - 1] > id) {
+        set->data()[at] = set->data()[at - 1];
+        --at;
+      }
+      set->data()[at] = id;
+      ++n;
+    }
+    auto exact = heap_storage<token_id>::make(n);
+    if (!exact) return exact.error();
+    for (std::size_t i = 0; i < n; ++i) exact->data()[i] = set->data()[i];
+    end_of_generation_ = std::move(*exact);
+    return {};
+  }
 
   /// Inserts id; a later id with the same piece replaces the earlier (llama.cpp's token_to_id map).
   void insert(std::uint32_t id) noexcept {
@@ -199,27 +291,32 @@ class vocabulary {
     }
   }
 
-  /// Insertion sort by (piece length descending, id ascending): user-defined tokens are few.
-  void sort_user_defined() noexcept {
+  /// Insertion sort by (piece length descending, id ascending): special tokens are few (a
+  /// few hundred in Llama 3's and Qwen's vocabularies).
+  void sort_special() noexcept {
     std::size_t n = 0;
     for (std::size_t id = 0; id < size(); ++id) {
       const token_record& r = records_.data()[id];
-      if (r.type != token_type::user_defined || r.piece.empty()) continue;
+      if (!is_special(r.type) || r.piece.empty()) continue;
       std::size_t at = n++;
-      while (at > 0 && records_.data()[user_order_.data()[at - 1]].piece.size() < r.piece.size()) {
-        user_order_.data()[at] = user_order_.data()[at - 1];
+      while (at > 0 && records_.data()[special_order_.data()[at - 1]].piece.size() < r.piece.size()) {
+        special_order_.data()[at] = special_order_.data()[at - 1];
         --at;
       }
-      user_order_.data()[at] = static_cast<std::uint32_t>(id);
+      special_order_.data()[at] = static_cast<std::uint32_t>(id);
     }
   }
 
   heap_storage<token_record> records_;
   heap_storage<std::uint32_t> table_;
-  heap_storage<std::uint32_t> user_order_;
+  heap_storage<std::uint32_t> special_order_;
+  heap_storage<token_id> end_of_generation_;
+  bpe_merges merges_;
   vocabulary_settings settings_{};
   std::size_t max_piece_ = 0;
+  std::size_t special_ = 0;
   std::size_t user_defined_ = 0;
+  std::size_t end_of_generation_count_ = 0;
   token_id byte_tokens_[256] = {};
   bool space_is_token_ = false;
   bool splits_at_spaces_ = false;
