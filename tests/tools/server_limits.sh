@@ -61,9 +61,15 @@ raw() {
 }
 status_of() { head -1 | sed -n 's/^HTTP\/1\.1 \([0-9]*\) .*/\1/p'; }
 
-start main --queue 4
-base_kb=$(kb VmRSS)
-echo "server at $url, resident $((base_kb / 1024)) MB"
+# fresh: a new server for the next memory check (its peak is its own).
+fresh() {
+  [ -n "${pid:-}" ] && { kill -9 $pid 2> /dev/null; wait $pid 2> /dev/null; }
+  start main --queue 4
+  base_kb=$(kb VmRSS)
+  echo "server at $url, resident $((base_kb / 1024)) MB"
+}
+pid=
+fresh
 
 # 1. A chunked body past the 8 MiB limit.
 head -c $((20 << 20)) /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt":"/; s/$/"}/' > "$work/big-prompt.json"
@@ -73,6 +79,7 @@ check "1. a 20 MiB chunked body: 413 payload_too_large" [ "$status/$(jq -r .erro
 peak_below "1. chunked 20 MiB"
 
 # 2. A prompt under the body limit, far too long for the context.
+fresh
 head -c 7900000 /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt":"/; s/$/"}/' > "$work/long-prompt.json"
 status=$(curl -s -m 20 -o "$work/long.json" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/long-prompt.json" "$url/v1/completions")
@@ -85,11 +92,13 @@ peak_below "2. 7.9 MB prompts"
 rm -f "$work"/*prompt.json "$work/long-chat.json"
 
 # 3. Endless header lines.
+fresh
 { printf 'GET /health HTTP/1.1\r\nHost: x\r\n'; yes $'X-Filler: 0123456789\r' | head -n 200000; printf '\r\n'; } > "$work/headers.bin"
 check "3. 200,000 header lines: 431" [ "$(raw "$work/headers.bin" | status_of)" = 431 ]
 peak_below "3. header lines"
 
 # 4. A long model name would be echoed in every chunk.
+fresh
 { printf '{"model":"'; head -c 1000000 /dev/zero | tr '\0' 'm'; printf '","prompt":"Once","max_tokens":500,"stream":true}'; } > "$work/model.json"
 status=$(curl -s -m 20 -o "$work/model.out" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/model.json" "$url/v1/completions")
