@@ -332,6 +332,28 @@ TEST(HttpServer, StreamsFromAnotherThreadAndSignalsAClientThatLeft) {
   for (auto& t : producers) t.join();  // each ended: write() turned false
 }
 
+TEST(HttpServer, AClientThatLeavesBeforeItsAnswerIsSignalled) {
+  std::atomic<bool> gone_signal{false};
+  http_response held;
+  std::mutex m;
+  running_server s({}, [&](http_request&&, http_response w) {
+    w.on_client_gone([&] { gone_signal = true; });
+    std::lock_guard lock(m);
+    held = w;  // answered later (a queued job)
+  });
+  {
+    client c(s.port());
+    c.send("POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto end = clock_type::now() + 2s;
+  while (!gone_signal && clock_type::now() < end) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(gone_signal.load());
+  std::lock_guard lock(m);
+  EXPECT_TRUE(held.client_gone());
+  EXPECT_FALSE(held.send(200, "text/plain", "late"));
+}
+
 TEST(HttpServer, WriteWaitsForASlowReader) {
   http_server_options o;
   o.max_pending_output = 64 * 1024;

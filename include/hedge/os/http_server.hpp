@@ -34,8 +34,8 @@
 // write, end: chunked transfer coding, e.g. server-sent events), from any thread. write() blocks
 // while more than max_pending_output bytes wait for the socket (back-pressure on the producer),
 // up to write_timeout; it returns false once the client has gone, and on_client_gone() runs
-// a callback (on the loop thread) the moment the connection closes before the response ended,
-// so a generation can be cancelled.
+// a callback (on the loop thread: it must not call write()) the moment the connection closes
+// before the response ended, so a generation can be cancelled, queued or running.
 //
 // stop(grace): the listening socket closes at once, idle connections close, requests being
 // answered get until `grace` to end (responses say Connection: close), then every connection
@@ -400,7 +400,7 @@ class http_server {
     http_request_parser parser;
     std::string in;  // read, not yet parsed (pipelined requests wait here)
     phase state = phase::reading;
-    bool want_out = false, reading_paused = false, peer_closed = false;
+    bool want_out = false, reading_paused = false;
     clock::time_point idle_since, head_started, body_started, last_progress, linger_until;
   };
 
@@ -456,8 +456,8 @@ class http_server {
 
   void watch(connection& c) const {
     epoll_event e{};
-    // Level-triggered: a paused or half-closed connection must not be watched for input.
-    const bool read = !c.reading_paused && !c.peer_closed;
+    // Level-triggered: a paused connection must not be watched for input.
+    const bool read = !c.reading_paused;
     e.events = (read ? static_cast<std::uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
                (c.want_out ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
     e.data.u64 = c.id;
@@ -538,12 +538,9 @@ class http_server {
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n < 0 && errno == EINTR) continue;
-      // The client closed its side while its answer is pending: a half-close, so the answer
-      // is still sent (a client that left for good makes the next write fail).
-      if (n == 0 && c.state == phase::busy) {
-        c.peer_closed = true;
-        return watch(c);
-      }
+      // End of stream or an error. A client that closes its side while its answer is pending
+      // has left, as nginx reads it too (HTTP clients do not half-close to wait for an answer):
+      // its response is dropped and on_client_gone runs, so a waiting job can be skipped.
       return close(c, true);
     }
   }
@@ -683,7 +680,7 @@ class http_server {
     if (failed || abandoned_midway) return close(c, true);
     if (!finished) return;
     if (c.state == phase::lingering) return;
-    if (c.peer_closed || (close_after && stopping_)) return close(c, false);
+    if (close_after && stopping_) return close(c, false);
     if (close_after) return linger(c, now);
     c.state = phase::reading;
     c.idle_since = now;
