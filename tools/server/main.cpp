@@ -624,6 +624,8 @@ int main(int argc, char** argv) {
   os::http_server_options http_options;
   http_options.host = o.host;
   http_options.port = static_cast<std::uint16_t>(o.port);
+  // Room for every connection the server may hold (the soft limit is often 1024).
+  os::raise_open_file_limit(http_options.max_connections + 64);
   auto http = os::http_server::listen(
       http_options, [&app](os::http_request&& req, os::http_response res) { app.handle(std::move(req), std::move(res)); },
       [&app](int status, std::string_view target, std::string_view message) { return app.refusal(status, target, message); },

@@ -50,6 +50,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -122,7 +124,30 @@ constexpr std::string_view http_reason(int status) noexcept {
   }
 }
 
+/// Raises this process's soft limit on open files to `wanted` (at most the hard limit), so
+/// `max_connections` sockets can be open (a common soft limit is 1024); returns the limit now.
+inline std::size_t raise_open_file_limit(std::size_t wanted) noexcept {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return 0;
+  if (files.rlim_cur < wanted) {
+    files.rlim_cur = files.rlim_max == RLIM_INFINITY || files.rlim_max > wanted ? wanted : files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  return static_cast<std::size_t>(files.rlim_cur);
+}
+
 namespace detail {
+
+/// The Date header's value now, in RFC 9110 §5.6.7's IMF-fixdate form.
+inline std::string http_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[40];
+  const std::size_t n = std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
+  return std::string(text, n);
+}
 
 /// Wakes the loop thread: connections with new output, and stop().
 struct http_wake {
@@ -174,6 +199,8 @@ struct http_outbox {
     out += std::to_string(status);
     out += ' ';
     out += http_reason(status);
+    out += "\r\nDate: ";
+    out += http_date();  // an origin server with a clock sends it (RFC 9110 §6.6.1)
     out += "\r\n";
     if (!content_type.empty()) out.append("Content-Type: ").append(content_type).append("\r\n");
     for (const auto& h : headers) out.append(h.name).append(": ").append(h.value).append("\r\n");
