@@ -296,6 +296,21 @@ TEST(HttpServer, ABurstOf1000RequestsIsAnsweredInFull) {
   EXPECT_EQ(answered, 1000);
 }
 
+TEST(HttpServer, BytesHeldByAllConnectionsAreBounded) {
+  http_server_options o;
+  o.max_buffered_bytes = 1u << 20;
+  running_server s(o);
+  client first(s.port()), second(s.port());
+  const std::string part(600 * 1024, 'x');
+  first.send("POST /echo HTTP/1.1\r\nContent-Length: 800000\r\n\r\n" + part);
+  std::this_thread::sleep_for(50ms);
+  second.send("POST /echo HTTP/1.1\r\nContent-Length: 800000\r\n\r\n" + part);  // crosses 1 MiB in all
+  const std::string refused = second.response();
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  first.send(std::string(800000 - part.size(), 'y'));
+  EXPECT_NE(first.response().find("POST /echo 800000 xxx"), std::string::npos);
+}
+
 TEST(HttpServer, StreamsFromAnotherThreadAndSignalsAClientThatLeft) {
   std::atomic<bool> gone_signal{false};
   std::atomic<int> written{0};

@@ -19,6 +19,7 @@
 //   malformed framing (http_request_parser.hpp)              400 / 501 / 505, connection closed
 //   no request idle_timeout after the last response          connection closed, silently
 //   more than max_connections open                           503, connection closed
+//   requests being read hold over max_buffered_bytes in all  503 to the one that crossed it
 //   a reader that takes nothing for write_timeout            connection closed (client gone)
 // A refused request's connection is closed the way RFC 9112 §9.6 asks: the answer is sent, the
 // write side shut, and what the client still sends is read and dropped for up to linger_timeout,
@@ -91,6 +92,9 @@ struct http_server_options {
   std::chrono::milliseconds write_timeout{30'000};   ///< the longest a client may take no byte
   std::chrono::milliseconds linger_timeout{2'000};   ///< reading and dropping after a refusal
   std::size_t max_pending_output = 1u << 20;  ///< unsent bytes per connection before write() waits
+  /// Request bytes held by all connections still reading theirs (1,000 slow 8 MiB uploads
+  /// would hold 8 GB); the read that crosses it gets 503.
+  std::size_t max_buffered_bytes = 256u << 20;
   std::size_t handler_threads = 2;            ///< threads that run the handler
 };
 
@@ -426,6 +430,7 @@ class http_server {
     std::shared_ptr<detail::http_outbox> box;
     http_request_parser parser;
     std::string in;  // read, not yet parsed (pipelined requests wait here)
+    std::size_t held = 0;  // in + the parser's bytes, as counted in held_total_
     phase state = phase::reading;
     bool want_out = false, reading_paused = false;
     clock::time_point idle_since, head_started, body_started, last_progress, linger_until;
@@ -561,6 +566,13 @@ class http_server {
           parse(c, now);
           if (!connections_.count(id)) return;
         }
+        account(c);
+        if (held_total_ > options_.max_buffered_bytes && c.state == phase::reading && c.parser.started()) {
+          refuse(c, 503, "the server holds more than " + std::to_string(options_.max_buffered_bytes) +
+                             " bytes of requests being read; retry later", now);
+          if (!connections_.count(id)) return;
+          account(c);
+        }
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -570,6 +582,13 @@ class http_server {
       // its response is dropped and on_client_gone runs, so a waiting job can be skipped.
       return close(c, true);
     }
+  }
+
+  /// Counts what the connection holds into held_total_.
+  void account(connection& c) {
+    const std::size_t now_held = c.in.size() + c.parser.buffered_bytes();
+    held_total_ = held_total_ - c.held + now_held;
+    c.held = now_held;
   }
 
   /// Reads requests out of c.in while the connection is free to take one.
@@ -595,7 +614,10 @@ class http_server {
           break;
         case http_request_parser::step::failed:
           return refuse(c, c.parser.status(), std::string(c.parser.message()), now);
-        case http_request_parser::step::complete: dispatch(c, c.parser.take(), now); return;
+        case http_request_parser::step::complete:
+          dispatch(c, c.parser.take(), now);
+          account(c);
+          return;
       }
     }
   }
@@ -625,6 +647,8 @@ class http_server {
   /// Answers a request the server refuses itself, then closes the connection.
   void refuse(connection& c, int status, const std::string& message, clock::time_point now) {
     c.in.clear();
+    const std::string target = c.parser.target();
+    c.parser = http_request_parser(options_.request);  // what it held is freed now
     {
       std::lock_guard lock(c.box->mutex);
       auto& b = *c.box;
@@ -633,7 +657,7 @@ class http_server {
       b.started = b.ended = true;
       b.close_after = true;
       b.head_only = false;
-      const std::string body = error_text(status, c.parser.target(), message);
+      const std::string body = error_text(status, target, message);
       b.append_head(status, error_content_type_, {}, "Content-Length: " + std::to_string(body.size()) + "\r\n");
       b.out += body;
     }
@@ -733,6 +757,7 @@ class http_server {
   /// Closes and forgets the connection; `gone`: its response (if any) did not end.
   void close(connection& c, bool gone) {
     const std::uint64_t id = c.id;
+    held_total_ -= c.held;
     drop(c, gone);
     connections_.erase(id);
     open_count_.store(connections_.size());
@@ -791,6 +816,7 @@ class http_server {
                head ? "the request head was not complete within " + std::to_string(options_.header_timeout.count()) + " ms"
                     : "the request body was not complete within " + std::to_string(options_.body_timeout.count()) + " ms",
                now);
+        if (connections_.count(id)) account(*connections_.at(id));
       }
   }
 
@@ -847,6 +873,7 @@ class http_server {
   std::uint64_t next_id_ = 2;
   std::unordered_map<std::uint64_t, std::unique_ptr<connection>> connections_;
   std::atomic<std::size_t> open_count_{0};
+  std::size_t held_total_ = 0;  // connection::held summed
   bool accept_paused_ = false;
   std::atomic<bool> stop_requested_{false};
   std::atomic<long long> grace_ms_{1000};
