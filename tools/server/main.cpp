@@ -16,7 +16,6 @@
 // the process exits 0 within about a second.
 // Exit status: 0 stopped, 1 a model or socket error, 2 a usage error.
 #include <atomic>
-#include <array>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
