@@ -260,6 +260,25 @@ TEST(HttpServer, SlowHeadersTimeOutWhileOthersAreServed) {
   for (auto& c : slow) EXPECT_EQ(status_of(c.response(2000ms)), 408);
 }
 
+TEST(HttpServer, ASlowBodyTimesOutAndConnectionsPastTheLimitGet503) {
+  http_server_options o;
+  o.body_timeout = 300ms;
+  o.max_connections = 4;
+  running_server s(o);
+  client slow(s.port());
+  slow.send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  const auto start = clock_type::now();
+  EXPECT_EQ(status_of(slow.response()), 408);
+  EXPECT_LT(clock_type::now() - start, 1s);
+  std::vector<client> open;
+  for (int i = 0; i < 4; ++i) open.emplace_back(s.port());
+  std::this_thread::sleep_for(50ms);
+  client extra(s.port());
+  const std::string refused = extra.response();
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
+}
+
 TEST(HttpServer, IdleConnectionsDoNotStopServiceAndAreClosed) {
   http_server_options o;
   o.idle_timeout = 300ms;
