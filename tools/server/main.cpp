@@ -262,9 +262,14 @@ class server_app {
     return error_body({status, std::string(message), {}, code, status >= 500 ? "server_error" : "invalid_request_error"});
   }
 
+  server_app(const server_app&) = delete;
+  server_app& operator=(const server_app&) = delete;
+  /// The worker writes through this object: it ends before any member does.
+  ~server_app() { scheduler_->shutdown(); }
+
   /// Waiting requests get 503, the running generation is cancelled (its stream ends with an
-  /// error event and [DONE]); returns once the model's worker has stopped.
-  void shutdown() { scheduler_->shutdown(); }
+  /// error event and [DONE]); the model's worker writes these soon after this returns.
+  void stop() { scheduler_->stop(); }
 
  private:
   static std::string_view allowed(const std::string& path) {
@@ -636,14 +641,16 @@ int main(int argc, char** argv) {
   std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", (*http)->port());
   std::fflush(stdout);
 
-  // On a signal: the model stops first (waiting requests get 503, the running stream its error
-  // event), then the HTTP server sends what is queued and closes, within a second.
+  // On a signal: the model stops (waiting requests get 503, the running stream its error event,
+  // written by its worker), and the HTTP server, still sending, closes within a second; a
+  // client that reads nothing cannot hold the worker past that (its connection closes, so its
+  // writes fail at once).
   std::atomic<bool> signalled{false};
   std::thread stopper([&] {
     int received = 0;
     sigwait(&stop_signals, &received);
     signalled = true;
-    app.shutdown();
+    app.stop();
     (*http)->stop(std::chrono::milliseconds(1000));
   });
   const auto served = (*http)->run();
