@@ -207,6 +207,30 @@ TEST(Tokenizer, EncodeWithACallerWorkspaceDoesNotAllocate) {
   EXPECT_GT(*n, 0u);
 }
 
+TEST(Tokenizer, EncodeAtMostRefusesInMemoryBoundedByTheLimit) {
+  small_vocab v({{u2581, -1}, {"x", -1}, {"xx", -0.5f}, {u2581 + "x", -0.7f}});
+  const tokenizer t = v.make();
+  const std::string text = "xx x\xC3\xA9 xxx  x";
+  const ids all = encode(t, text, true);
+  auto within = t.encode_at_most(text, all.size());
+  ASSERT_TRUE(within.ok()) << within.error().c_str();
+  EXPECT_EQ(*within, all);
+  auto over = t.encode_at_most(text, all.size() - 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code(), errc::capacity_exceeded);
+  // Past limit x max_bytes_per_id() bytes no id count fits: refused before any allocation.
+  EXPECT_EQ(t.max_bytes_per_id(), 6u);  // "<0xC3>"
+  const std::string huge(1u << 20, 'x');
+  hedge::test::alloc_scope scope;
+  auto refused = t.encode_at_most(huge, huge.size() / 6 - 1);
+  EXPECT_EQ(scope.count(), 0u);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), errc::capacity_exceeded);
+  // Within that bound the text is encoded, and then its ids are counted.
+  EXPECT_EQ(t.encode_at_most(std::string(60, 'x'), 10).error().code(), errc::capacity_exceeded);
+  EXPECT_TRUE(t.encode_at_most(std::string(60, 'x'), 60).ok());
+}
+
 TEST(Tokenizer, VocabularyLookupAnswersTheLastDuplicate) {
   small_vocab v({{"dup", -1}, {"dup", -2}});
   const tokenizer t = v.make();

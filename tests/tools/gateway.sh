@@ -158,4 +158,23 @@ for i in $(seq 20); do
 done
 check "flapping: 20 streams, none lost or malformed" [ $lost -eq 0 ]
 
+# SIGTERM while a cloud stream runs: the stream ends with an error event and one [DONE], the
+# gateway exits 0 within 2 s.
+scenario term "slow"
+term_pid=${pids[-1]}
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":300,"stream":true,"hedge":{"mode":"cloud"}}' \
+  "$gw/v1/chat/completions" > "$work/term.sse" &
+curl_pid=$!
+for _ in $(seq 100); do grep -q '"content"' "$work/term.sse" 2> /dev/null && break; sleep 0.05; done
+start=$(date +%s%N)
+kill -TERM "$term_pid"
+wait "$term_pid"; term_status=$?
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+wait "$curl_pid"
+check "SIGTERM: the gateway exits 0 (status $term_status)" [ "$term_status" -eq 0 ]
+check "SIGTERM: within 2 s ($took ms)" [ "$took" -lt 2000 ]
+check "SIGTERM: the stream ends with an error event and one [DONE]" \
+  bash -c "grep -q '^data: {\"error\"' '$work/term.sse' && [ \$(grep -c '^data: \[DONE\]' '$work/term.sse') -eq 1 ]"
+
 [ $failures -eq 0 ] && echo "all gateway checks passed" || { echo "$failures gateway checks failed"; exit 1; }

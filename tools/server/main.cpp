@@ -16,12 +16,12 @@
 // the process exits 0 within about a second.
 // Exit status: 0 stopped, 1 a model or socket error, 2 a usage error.
 #include <atomic>
-#include <array>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -284,11 +284,22 @@ class server_app {
     return error_body({status, std::string(message), {}, code, status >= 500 ? "server_error" : "invalid_request_error"});
   }
 
+  server_app(const server_app&) = delete;
+  server_app& operator=(const server_app&) = delete;
+  /// The worker writes through this object: it ends before any member does.
+  ~server_app() { scheduler_->shutdown(); }
+
   /// Waiting requests get 503, the running generation is cancelled (its stream ends with an
-  /// error event and [DONE]); returns once the model's worker has stopped.
-  void shutdown() {
+  /// error event and [DONE]); the model's worker writes these soon after this returns. The
+  /// gateway's waiting requests are dropped (503) and its workers finish their streams.
+  void stop() {
+    {
+      std::lock_guard lock(active_mutex_);
+      for (const auto& w : active_)
+        if (auto flag = w.lock()) *flag = true;
+    }
+    scheduler_->stop();
     if (gateway_) gateway_->stop();
-    scheduler_->shutdown();
   }
 
  private:
@@ -435,6 +446,12 @@ class server_app {
       return send_error(res, endpoint, {400, "echo, token-id prompts and scoring are served without --cloud only", {}, {}});
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     res.on_client_gone([cancel] { *cancel = true; });
+    {
+      // stop() cancels every gateway request still running.
+      std::lock_guard lock(active_mutex_);
+      std::erase_if(active_, [](const std::weak_ptr<std::atomic<bool>>& w) { return w.expired(); });
+      active_.push_back(cancel);
+    }
     response_head head{(chat ? "chatcmpl-hedge-" : "cmpl-hedge-") + std::to_string(++next_id_), model_name_,
                        static_cast<std::int64_t>(std::time(nullptr)), chat};
     auto run = [this, r, res, cancel, head, endpoint](gateway::engine_type& hybrid) mutable {
@@ -795,6 +812,8 @@ class server_app {
 
   std::unique_ptr<scheduler> scheduler_;
   std::unique_ptr<gateway> gateway_;
+  std::mutex active_mutex_;
+  std::vector<std::weak_ptr<std::atomic<bool>>> active_;  ///< gateway requests' cancel flags
   std::string model_name_;
   std::size_t queue_bound_;
   server::metrics* metrics_;
@@ -906,6 +925,8 @@ int main(int argc, char** argv) {
   os::http_server_options http_options;
   http_options.host = o.host;
   http_options.port = static_cast<std::uint16_t>(o.port);
+  // Room for every connection the server may hold (the soft limit is often 1024).
+  os::raise_open_file_limit(http_options.max_connections + 64);
   auto http = os::http_server::listen(
       http_options, [&app](os::http_request&& req, os::http_response res) { app.handle(std::move(req), std::move(res)); },
       [&app](int status, std::string_view target, std::string_view message) { return app.refusal(status, target, message); },
@@ -917,14 +938,16 @@ int main(int argc, char** argv) {
   std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", (*http)->port());
   std::fflush(stdout);
 
-  // On a signal: the model stops first (waiting requests get 503, the running stream its error
-  // event), then the HTTP server sends what is queued and closes, within a second.
+  // On a signal: the model stops (waiting requests get 503, the running stream its error event,
+  // written by its worker), and the HTTP server, still sending, closes within a second; a
+  // client that reads nothing cannot hold the worker past that (its connection closes, so its
+  // writes fail at once).
   std::atomic<bool> signalled{false};
   std::thread stopper([&] {
     int received = 0;
     sigwait(&stop_signals, &received);
     signalled = true;
-    app.shutdown();
+    app.stop();
     (*http)->stop(std::chrono::milliseconds(1000));
   });
   const auto served = (*http)->run();

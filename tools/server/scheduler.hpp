@@ -101,15 +101,20 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
   ~scheduler() { shutdown(); }
 
-  /// Waiting jobs end with 503, the running one is cancelled and ends with 503; returns once
-  /// the worker has stopped. Later submits are refused.
-  void shutdown() {
+  /// Waiting jobs end with 503, the running one is cancelled and ends with 503 (on the worker,
+  /// soon after this returns). Later submits are refused.
+  void stop() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
       stopping_flag_ = true;
     }
     wake_.notify_all();
+  }
+
+  /// stop(), then waits for the worker to end.
+  void shutdown() {
+    stop();
     if (worker_.joinable()) worker_.join();
   }
 

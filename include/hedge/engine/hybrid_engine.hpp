@@ -635,10 +635,18 @@ class hybrid_engine {
       race_text_.clear();
     }
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(st.deadline - clock_.now());
-      result = cloud.poll(function_ref<bool(const cloud_piece&)>(on_piece),
-                          left.count() > 0 ? left : std::chrono::milliseconds(0));
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(st.deadline - clock_.now());
+      if (left.count() < 0) left = std::chrono::milliseconds(0);
+      // A request that can be cancelled is looked at between short waits.
+      if (st.request->cancel != nullptr && left > cancel_check) left = cancel_check;
+      result = cloud.poll(function_ref<bool(const cloud_piece&)>(on_piece), left);
       if (result.state != cloud_state::running) break;
+      if (cancelled(st)) {
+        cloud.cancel();
+        result.state = cloud_state::failed;
+        result.status = error{errc::rejected, "cancelled"};
+        break;
+      }
       if (clock_.now() >= st.deadline) {
         cloud.cancel();
         result.state = cloud_state::failed;
@@ -908,6 +916,8 @@ class hybrid_engine {
     observer_.on_event(e);
     st.on_event(e);
   }
+
+  static constexpr std::chrono::milliseconds cancel_check{50};
 
   static bool cancelled(const run_state& st) noexcept {
     return st.request->cancel != nullptr && st.request->cancel->load(std::memory_order_relaxed);

@@ -166,6 +166,8 @@ class http_request_parser {
 
   /// Whether any byte of a request has been read (an idle keep-alive connection has none).
   [[nodiscard]] bool started() const noexcept { return head_bytes_ > 0 || state_ != state::head; }
+  /// The bytes of this request held so far (head and body).
+  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return head_bytes_ + request_.body.size(); }
   /// Whether the head is still being read (the header deadline applies).
   [[nodiscard]] bool in_head() const noexcept { return state_ == state::head; }
   /// Whether the head asked for "100 Continue" (valid after step::head_done).
@@ -295,8 +297,7 @@ class http_request_parser {
       return step::head_done;
     }
     if (!length || *length == 0) return finish();
-    remaining_ = static_cast<std::size_t>(*length);
-    request_.body.reserve(remaining_);
+    remaining_ = static_cast<std::size_t>(*length);  // no reserve: memory follows the bytes that came
     state_ = state::body;
     return step::head_done;
   }

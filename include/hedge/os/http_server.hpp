@@ -19,6 +19,7 @@
 //   malformed framing (http_request_parser.hpp)              400 / 501 / 505, connection closed
 //   no request idle_timeout after the last response          connection closed, silently
 //   more than max_connections open                           503, connection closed
+//   requests being read hold over max_buffered_bytes in all  503 to the one that crossed it
 //   a reader that takes nothing for write_timeout            connection closed (client gone)
 // A refused request's connection is closed the way RFC 9112 §9.6 asks: the answer is sent, the
 // write side shut, and what the client still sends is read and dropped for up to linger_timeout,
@@ -34,8 +35,8 @@
 // write, end: chunked transfer coding, e.g. server-sent events), from any thread. write() blocks
 // while more than max_pending_output bytes wait for the socket (back-pressure on the producer),
 // up to write_timeout; it returns false once the client has gone, and on_client_gone() runs
-// a callback (on the loop thread) the moment the connection closes before the response ended,
-// so a generation can be cancelled.
+// a callback (on the loop thread: it must not call write()) the moment the connection closes
+// before the response ended, so a generation can be cancelled, queued or running.
 //
 // stop(grace): the listening socket closes at once, idle connections close, requests being
 // answered get until `grace` to end (responses say Connection: close), then every connection
@@ -50,6 +51,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +62,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -89,6 +92,9 @@ struct http_server_options {
   std::chrono::milliseconds write_timeout{30'000};   ///< the longest a client may take no byte
   std::chrono::milliseconds linger_timeout{2'000};   ///< reading and dropping after a refusal
   std::size_t max_pending_output = 1u << 20;  ///< unsent bytes per connection before write() waits
+  /// Request bytes held by all connections still reading theirs (1,000 slow 8 MiB uploads
+  /// would hold 8 GB); the read that crosses it gets 503.
+  std::size_t max_buffered_bytes = 256u << 20;
   std::size_t handler_threads = 2;            ///< threads that run the handler
 };
 
@@ -122,7 +128,30 @@ constexpr std::string_view http_reason(int status) noexcept {
   }
 }
 
+/// Raises this process's soft limit on open files to `wanted` (at most the hard limit), so
+/// `max_connections` sockets can be open (a common soft limit is 1024); returns the limit now.
+inline std::size_t raise_open_file_limit(std::size_t wanted) noexcept {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return 0;
+  if (files.rlim_cur < wanted) {
+    files.rlim_cur = files.rlim_max == RLIM_INFINITY || files.rlim_max > wanted ? wanted : files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  return static_cast<std::size_t>(files.rlim_cur);
+}
+
 namespace detail {
+
+/// The Date header's value now, in RFC 9110 §5.6.7's IMF-fixdate form.
+inline std::string http_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[40];
+  const std::size_t n = std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
+  return std::string(text, n);
+}
 
 /// Wakes the loop thread: connections with new output, and stop().
 struct http_wake {
@@ -174,6 +203,8 @@ struct http_outbox {
     out += std::to_string(status);
     out += ' ';
     out += http_reason(status);
+    out += "\r\nDate: ";
+    out += http_date();  // an origin server with a clock sends it (RFC 9110 §6.6.1)
     out += "\r\n";
     if (!content_type.empty()) out.append("Content-Type: ").append(content_type).append("\r\n");
     for (const auto& h : headers) out.append(h.name).append(": ").append(h.value).append("\r\n");
@@ -399,8 +430,9 @@ class http_server {
     std::shared_ptr<detail::http_outbox> box;
     http_request_parser parser;
     std::string in;  // read, not yet parsed (pipelined requests wait here)
+    std::size_t held = 0;  // in + the parser's bytes, as counted in held_total_
     phase state = phase::reading;
-    bool want_out = false, reading_paused = false, peer_closed = false;
+    bool want_out = false, reading_paused = false;
     clock::time_point idle_since, head_started, body_started, last_progress, linger_until;
   };
 
@@ -456,8 +488,8 @@ class http_server {
 
   void watch(connection& c) const {
     epoll_event e{};
-    // Level-triggered: a paused or half-closed connection must not be watched for input.
-    const bool read = !c.reading_paused && !c.peer_closed;
+    // Level-triggered: a paused connection must not be watched for input.
+    const bool read = !c.reading_paused;
     e.events = (read ? static_cast<std::uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
                (c.want_out ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
     e.data.u64 = c.id;
@@ -534,18 +566,29 @@ class http_server {
           parse(c, now);
           if (!connections_.count(id)) return;
         }
+        account(c);
+        if (held_total_ > options_.max_buffered_bytes && c.state == phase::reading && c.parser.started()) {
+          refuse(c, 503, "the server holds more than " + std::to_string(options_.max_buffered_bytes) +
+                             " bytes of requests being read; retry later", now);
+          if (!connections_.count(id)) return;
+          account(c);
+        }
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n < 0 && errno == EINTR) continue;
-      // The client closed its side while its answer is pending: a half-close, so the answer
-      // is still sent (a client that left for good makes the next write fail).
-      if (n == 0 && c.state == phase::busy) {
-        c.peer_closed = true;
-        return watch(c);
-      }
+      // End of stream or an error. A client that closes its side while its answer is pending
+      // has left, as nginx reads it too (HTTP clients do not half-close to wait for an answer):
+      // its response is dropped and on_client_gone runs, so a waiting job can be skipped.
       return close(c, true);
     }
+  }
+
+  /// Counts what the connection holds into held_total_.
+  void account(connection& c) {
+    const std::size_t now_held = c.in.size() + c.parser.buffered_bytes();
+    held_total_ = held_total_ - c.held + now_held;
+    c.held = now_held;
   }
 
   /// Reads requests out of c.in while the connection is free to take one.
@@ -571,7 +614,10 @@ class http_server {
           break;
         case http_request_parser::step::failed:
           return refuse(c, c.parser.status(), std::string(c.parser.message()), now);
-        case http_request_parser::step::complete: dispatch(c, c.parser.take(), now); return;
+        case http_request_parser::step::complete:
+          dispatch(c, c.parser.take(), now);
+          account(c);
+          return;
       }
     }
   }
@@ -601,6 +647,8 @@ class http_server {
   /// Answers a request the server refuses itself, then closes the connection.
   void refuse(connection& c, int status, const std::string& message, clock::time_point now) {
     c.in.clear();
+    const std::string target = c.parser.target();
+    c.parser = http_request_parser(options_.request);  // what it held is freed now
     {
       std::lock_guard lock(c.box->mutex);
       auto& b = *c.box;
@@ -609,7 +657,7 @@ class http_server {
       b.started = b.ended = true;
       b.close_after = true;
       b.head_only = false;
-      const std::string body = error_text(status, c.parser.target(), message);
+      const std::string body = error_text(status, target, message);
       b.append_head(status, error_content_type_, {}, "Content-Length: " + std::to_string(body.size()) + "\r\n");
       b.out += body;
     }
@@ -683,7 +731,7 @@ class http_server {
     if (failed || abandoned_midway) return close(c, true);
     if (!finished) return;
     if (c.state == phase::lingering) return;
-    if (c.peer_closed || (close_after && stopping_)) return close(c, false);
+    if (close_after && stopping_) return close(c, false);
     if (close_after) return linger(c, now);
     c.state = phase::reading;
     c.idle_since = now;
@@ -709,6 +757,7 @@ class http_server {
   /// Closes and forgets the connection; `gone`: its response (if any) did not end.
   void close(connection& c, bool gone) {
     const std::uint64_t id = c.id;
+    held_total_ -= c.held;
     drop(c, gone);
     connections_.erase(id);
     open_count_.store(connections_.size());
@@ -767,6 +816,7 @@ class http_server {
                head ? "the request head was not complete within " + std::to_string(options_.header_timeout.count()) + " ms"
                     : "the request body was not complete within " + std::to_string(options_.body_timeout.count()) + " ms",
                now);
+        if (connections_.count(id)) account(*connections_.at(id));
       }
   }
 
@@ -823,6 +873,7 @@ class http_server {
   std::uint64_t next_id_ = 2;
   std::unordered_map<std::uint64_t, std::unique_ptr<connection>> connections_;
   std::atomic<std::size_t> open_count_{0};
+  std::size_t held_total_ = 0;  // connection::held summed
   bool accept_paused_ = false;
   std::atomic<bool> stop_requested_{false};
   std::atomic<long long> grace_ms_{1000};
