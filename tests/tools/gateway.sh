@@ -140,23 +140,23 @@ for f in "$work"/*.record; do
   check "no card number in $(basename "$f")" bash -c "! grep -q '4111 1111' '$f'"
 done
 
-# 20 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
+# 50 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
 scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"
-for i in $(seq 20); do
+for i in $(seq 50); do
   (curl -s -m 60 -N -o "$work/flap$i.sse" -w '%{http_code}' -H 'Content-Type: application/json' \
      --data-binary "$ask" "$gw/v1/chat/completions" > "$work/flap$i.status") &
 done
 wait_all=0
-for i in $(seq 20); do
+for i in $(seq 50); do
   for _ in $(seq 600); do [ -s "$work/flap$i.status" ] && break; sleep 0.1; done
 done
 lost=0
-for i in $(seq 20); do
+for i in $(seq 50); do
   code=$(cat "$work/flap$i.status" 2> /dev/null)
   if [ "$code" = 200 ]; then one_done "flap$i" || lost=$((lost + 1))
   elif [ "$code" != 429 ]; then lost=$((lost + 1)); fi
 done
-check "flapping: 20 streams, none lost or malformed" [ $lost -eq 0 ]
+check "flapping: 50 streams, none lost or malformed" [ $lost -eq 0 ]
 
 # SIGTERM while a cloud stream runs: the stream ends with an error event and one [DONE], the
 # gateway exits 0 within 2 s.
