@@ -118,6 +118,9 @@ class scheduler {
     if (worker_.joinable()) worker_.join();
   }
 
+  /// A delay before each generated token: a slower model, for demonstrations and tests.
+  void set_token_delay(std::chrono::milliseconds d) noexcept { token_delay_ = d; }
+
   [[nodiscard]] bool stopping() const {
     std::lock_guard lock(mutex_);
     return stopping_;
@@ -286,6 +289,7 @@ class scheduler {
                                             .alternatives = r.logprobs ? r.top_logprobs : 0};
     double ttft = -1;
     auto summary = generator_->run(session_, prompt, chooser, options, executor, [&](const model::generated_token& t) {
+      if (token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
       if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
       piece_event e{std::string(t.text), std::nullopt};
       if (t.id != model::no_token && r.logprobs) {
@@ -312,6 +316,7 @@ class scheduler {
   model::chat_renderer renderer_;
   std::size_t threads_;
   std::size_t queue_bound_;
+  std::chrono::milliseconds token_delay_{0};
   server::metrics* metrics_;
   exec::serial serial_;
   exec::thread_pool pool_;

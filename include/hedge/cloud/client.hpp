@@ -132,6 +132,10 @@ class cloud_client {
   cloud_client(const cloud_client&) = delete;
   cloud_client& operator=(const cloud_client&) = delete;
 
+  /// Every streamed event's data, before it is parsed, goes to `observer` too (null: none), for
+  /// fields the client does not read: a gateway's `hedge` object, a server's extensions.
+  void observe_events(const function_ref<void(std::string_view)>* observer) noexcept { stream_.observe_events(observer); }
+
   /// The time limits of the calls that follow (the engine cuts them to a request's deadline).
   void set_limits(const transport_limits& limits) noexcept { config_.limits = limits; }
 

@@ -22,6 +22,7 @@
 
 #include "hedge/cloud/response.hpp"
 #include "hedge/cloud/sse.hpp"
+#include "hedge/core/function_ref.hpp"
 #include "hedge/core/result.hpp"
 
 namespace hedge::cloud {
@@ -67,6 +68,10 @@ class completion_stream {
   [[nodiscard]] std::size_t tokens() const noexcept { return tokens_; }
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
+  /// Sees every event's data before it is parsed: fields a reader does not know (a gateway's
+  /// `hedge` object, a server's own extensions). Null: none.
+  void observe_events(const function_ref<void(std::string_view)>* observer) noexcept { observer_ = observer; }
+
   void reset() noexcept {
     sse_.reset();
     done_ = failed_ = false;
@@ -83,6 +88,7 @@ class completion_stream {
       return false;
     }
     ++events_;
+    if (observer_ != nullptr) (*observer_)(e.text());  // before the in-place parse changes the bytes
     auto r = reader_.parse(e.data, e.size, [&](const choice_delta& d) {
       if (!d.finish_reason.empty()) finish_reason_.assign(d.finish_reason);
       tokens_ += !d.tokens.empty() ? d.tokens.size() : (d.text.empty() ? 0u : 1u);
@@ -119,6 +125,7 @@ class completion_stream {
   token_usage usage_;
   std::size_t tokens_ = 0;
   std::size_t events_ = 0;
+  const function_ref<void(std::string_view)>* observer_ = nullptr;
 };
 
 }  // namespace hedge::cloud
