@@ -8,7 +8,7 @@
 //      "<|eot_id|>") only with parse_special; without it they are plain text.
 // SentencePiece fragments then go as llm_tokenizer_spm_session:
 //   2. Each remaining fragment gets a leading space when add_space_prefix is set and it
-//      starts the text or follows a user-defined token; spaces become U+2581 (▁).
+//      starts the text or follows a special piece; spaces become U+2581 (▁).
 //   3. The fragment is cut into symbols of one UTF-8 character each, the length taken from
 //      the lead byte alone (a lone lead byte takes the next bytes, whatever they are).
 //   4. Repeatedly, the adjacent pair whose concatenation is a piece with the highest score
@@ -34,10 +34,11 @@
 // `encode` with a caller workspace of `workspace_bytes(n)` bytes touches no heap.
 //
 // Decode, as llama.cpp's token_to_piece and detokenize: normal pieces with ▁ as a space
-// (SPM) or each code point as the byte it spells (BPE), byte tokens as their byte, user-defined pieces as they are, control and unknown pieces
-// only when unparse_special is set, unused ones never; with add_space_prefix, the first
-// piece's leading space is dropped unless the ids start with a BOS that remove_special
-// removes (llama.cpp keeps the space there).
+// (SPM) or each code point as the byte it spells (BPE), byte tokens as their byte,
+// user-defined pieces as they are, control and unknown pieces only when unparse_special is
+// set, unused ones never; with add_space_prefix, the first piece's leading space is dropped
+// unless the ids start with a BOS that remove_special removes (llama.cpp keeps the space
+// there); a whole text of a clean_spaces vocabulary is then tidied (detail::clean_spaces).
 #pragma once
 
 #include <cstddef>
