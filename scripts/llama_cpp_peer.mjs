@@ -25,7 +25,7 @@ const require = createRequire(path.join(root, "build/llama-cpp-peer/package.json
 const {getLlama, LlamaLogLevel} = await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
 
 function usage() {
-    process.stderr.write("usage: llama_cpp_peer.mjs tokenize MODEL.gguf TEXTS.jsonl | generate MODEL.gguf PROMPT N\n");
+    process.stderr.write("usage: llama_cpp_peer.mjs tokenize MODEL.gguf TEXTS.jsonl | detokenize MODEL.gguf IDS.jsonl | generate MODEL.gguf PROMPT N\n");
     process.exit(2);
 }
 
@@ -139,6 +139,23 @@ commands.bench = async (args) => {
     process.stdout.write(JSON.stringify({threads: context.currentThreads, decode_tokens: decodeTokens,
         decode_tok_per_s: decodeTokens / decodeSeconds, prefill_tok_per_s: prefill, rss_bytes: rss}) + "\n");
     await context.dispose();
+    await model.dispose();
+};
+
+// detokenize MODEL.gguf IDS.jsonl   one JSON object per line in: {"name": ..., "ids": [...]};
+//                                   one line out per object: {"name": ..., "text": ...,
+//                                   "special": ...}, llama_detokenize's text of the ids with
+//                                   remove_special = false and unparse_special = false / true
+//                                   (ids whose text is valid UTF-8: a JavaScript string
+//                                   cannot carry other bytes).
+commands.detokenize = async (args) => {
+    if (args.length !== 2) usage();
+    const [modelPath, idsPath] = args;
+    const model = await loadModel(modelPath, {vocabOnly: true});
+    for (const r of readRecords(idsPath)) {
+        process.stdout.write(JSON.stringify({name: r.name, text: model.detokenize(r.ids, false),
+            special: model.detokenize(r.ids, true)}) + "\n");
+    }
     await model.dispose();
 };
 

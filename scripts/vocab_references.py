@@ -8,6 +8,10 @@ and the ids llama.cpp gives each on every vocabulary of ../shared/models/vocab/.
 writes
     tests/model/data/vocab_texts.txt        one text a line: NAME HEX (the text's bytes in hex)
     tests/model/data/vocab_ids_VOCAB.txt    one line a text: NAME<TAB>ids<TAB>ids with parse_special
+    tests/model/data/vocab_decode_VOCAB.txt one line a valid UTF-8 text: NAME<TAB>HEX<TAB>HEX, the
+                                            text llama_detokenize gives the ids (remove_special =
+                                            false), unparse_special false for the plain ids and
+                                            true for the parse_special ones
 
 VOCAB is llama-bpe, qwen2, gpt-2, smollm (the gpt-2 file with tokenizer.ggml.pre set to
 "smollm", as the test builds it in memory), phi-3, and llama2-no-space-prefix
@@ -88,6 +92,9 @@ WHITESPACE = [" ", "  ", "   ", "\t", "\t\t", "\n", "\n\n", "\r\n", "\r\n\r\n", 
               "a \n b", "a\n\n\nb", "  a  ", "\u00a0", "a\u00a0b", "\u3000x", "x\u2003y", "\u0085", "a\u2028b",
               "word \n", "word  \n\n  next", "\t\tindented", "trailing   ", "   leading", " \r \r\n ", "\u200a\u200a"]
 
+CLEANUP = ["Hello , world .", "Why ?", "Stop !", "a ' b", "it 's", "they 're", "we 've", "I 'm", "I 'll", "don 't",
+           "he 'd", " ,", "x .y", "' '", "a  ,  b"]
+
 CONTRACTIONS = ["I'm here", "DON'T", "they're", "We'LL", "it's", "'s", "''s", "she'd've", "y'all", "O'Neil's",
                 "rock 'n' roll", "'re'", "'", "''", "ma'am", "I'M", "IT'S", "you'Re"]
 
@@ -109,6 +116,7 @@ def texts():
     out += [("digits_%02d" % i, t.encode("utf-8")) for i, t in enumerate(DIGITS)]
     out += [("whitespace_%02d" % i, t.encode("utf-8")) for i, t in enumerate(WHITESPACE)]
     out += [("contraction_%02d" % i, t.encode("utf-8")) for i, t in enumerate(CONTRACTIONS)]
+    out += [("cleanup_%02d" % i, t.encode("utf-8")) for i, t in enumerate(CLEANUP)]
     out += [("markup_%02d" % i, t.encode("utf-8")) for i, t in enumerate(MARKUP)]
     out += [("invalid_%02d" % i, t) for i, t in enumerate(INVALID)]
     long_text = " ".join(t.decode("utf-8", "replace") for _, t in out[:60])
@@ -140,6 +148,27 @@ def tokenize(model, texts, special):
     return run.stdout.split("\n")[: len(texts)]
 
 
+def detokenize(model, records):
+    """llama_detokenize's texts of each {"name", "ids"} (plain) and {"name", "special_ids"}."""
+    import json
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for name, ids, _ in records:
+            f.write(json.dumps({"name": name, "ids": ids}) + "\n")
+        plain_path = f.name
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for name, _, ids in records:
+            f.write(json.dumps({"name": name, "ids": ids}) + "\n")
+        special_path = f.name
+    peer = os.path.join(ROOT, "scripts", "llama_cpp_peer.sh")
+    out = []
+    for path in (plain_path, special_path):
+        run = subprocess.run([peer, "detokenize", model, path], capture_output=True, text=True, check=True)
+        out.append([json.loads(line) for line in run.stdout.split("\n") if line.strip()])
+        os.unlink(path)
+    return [(p["name"], p["text"], s["special"]) for p, s in zip(out[0], out[1])]
+
+
 def main():
     subprocess.run([os.path.join(ROOT, "scripts", "llama_cpp_peer.sh")], capture_output=True)
     if not os.access(HELPER, os.X_OK):
@@ -166,6 +195,16 @@ def main():
         with open(os.path.join(DATA, "vocab_ids_%s.txt" % name), "w") as f:
             for (text_name, _), p, s in zip(all_texts, plain, special):
                 f.write("%s\t%s\t%s\n" % (text_name, p, s))
+        valid = []
+        for (text_name, t), p, s in zip(all_texts, plain, special):
+            try:
+                t.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            valid.append((text_name, [int(x) for x in p.split()], [int(x) for x in s.split()]))
+        with open(os.path.join(DATA, "vocab_decode_%s.txt" % name), "w") as f:
+            for text_name, text, special_text in detokenize(path, valid):
+                f.write("%s\t%s\t%s\n" % (text_name, text.encode("utf-8").hex(), special_text.encode("utf-8").hex()))
         print(name, len(all_texts), "texts", file=sys.stderr)
 
 

@@ -3,7 +3,8 @@
 // the references scripts/vocab_references.py made with llama.cpp's prebuilt
 // (tests/model/data/vocab_texts.txt and vocab_ids_*.txt: llama.cpp's test texts, random
 // Unicode, code, digits, white space, markup and invalid UTF-8) on llama-bpe (Llama 3),
-// qwen2, gpt-2, smollm and phi-3, with and without parse_special. Then the file's flags and
+// qwen2, gpt-2, smollm and phi-3, with and without parse_special, and the text llama.cpp's
+// detokenize gives those ids (vocab_decode_*.txt). Then the file's flags and
 // sets (BOS, end of generation), decoding back, refusals and the heap-free encode.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hedge/model/gguf.hpp"
@@ -184,13 +186,37 @@ void expect_references(const std::string& name) {
     const ids special = parse_ids(ref_line.substr(tab2 + 1));
     EXPECT_EQ(encode(t, text, {.add_special = false}), plain) << name << " " << text_name;
     EXPECT_EQ(encode(t, text, {.add_special = false, .parse_special = true}), special) << name << " " << text_name << " (parse_special)";
-    // Byte-level BPE loses nothing of valid UTF-8 (every byte is spelled).
+    // Byte-level BPE loses nothing of valid UTF-8 (every byte is spelled): the pieces give
+    // the text back (decode's whole-text clean-up aside, checked below).
     if (bpe && valid_utf8(text)) {
-      EXPECT_EQ(*t.decode(plain), text) << name << " " << text_name;
+      std::string pieces;
+      ASSERT_TRUE(t.for_each_piece(plain, {}, [&](std::string_view p) { pieces.append(p); }).ok());
+      EXPECT_EQ(pieces, text) << name << " " << text_name;
     }
     ++count;
   }
   EXPECT_GE(count, 250u) << "tests/model/data/vocab_ids_" << name << ".txt";
+
+  // Decoding: llama_detokenize's text of the same ids (vocab_decode_*.txt), plain and with
+  // the special pieces rendered.
+  std::ifstream ids_file(data_dir + "vocab_ids_" + name + ".txt"), decoded(data_dir + "vocab_decode_" + name + ".txt");
+  std::string ids_line, decoded_line;
+  std::size_t decodes = 0;
+  while (std::getline(decoded, decoded_line)) {
+    const std::size_t tab1 = decoded_line.find('\t'), tab2 = decoded_line.find('\t', tab1 + 1);
+    const std::string text_name = decoded_line.substr(0, tab1);
+    while (std::getline(ids_file, ids_line) && ids_line.substr(0, ids_line.find('\t')) != text_name) {
+    }
+    ASSERT_FALSE(ids_file.eof()) << text_name;
+    const std::size_t i1 = ids_line.find('\t'), i2 = ids_line.find('\t', i1 + 1);
+    const ids plain = parse_ids(ids_line.substr(i1 + 1, i2 - i1 - 1));
+    const ids special = parse_ids(ids_line.substr(i2 + 1));
+    EXPECT_EQ(*t.decode(plain), from_hex(decoded_line.substr(tab1 + 1, tab2 - tab1 - 1))) << name << " " << text_name;
+    EXPECT_EQ(*t.decode(special, decode_options{false, true}), from_hex(decoded_line.substr(tab2 + 1)))
+        << name << " " << text_name << " (unparse_special)";
+    ++decodes;
+  }
+  EXPECT_GE(decodes, 250u) << "tests/model/data/vocab_decode_" << name << ".txt";
 }
 
 TEST(VocabReferences, LlamaBpe) {

@@ -63,6 +63,7 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
       settings.ignore_merges = true;
       settings.add_bos = true;
     }
+    settings.clean_spaces = settings.pre == pre_tokenizer::gpt2 || settings.pre == pre_tokenizer::llama3;
   } else if (*model_name != "llama") {
     return error{errc::unsupported} << "tokenizer.ggml.model \"" << *model_name
                                     << "\" is not supported: hedge's tokenizer implements \"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE)";

@@ -8,7 +8,7 @@
 //      "<|eot_id|>") only with parse_special; without it they are plain text.
 // SentencePiece fragments then go as llm_tokenizer_spm_session:
 //   2. Each remaining fragment gets a leading space when add_space_prefix is set and it
-//      starts the text or follows a user-defined token; spaces become U+2581 (▁).
+//      starts the text or follows a special piece; spaces become U+2581 (▁).
 //   3. The fragment is cut into symbols of one UTF-8 character each, the length taken from
 //      the lead byte alone (a lone lead byte takes the next bytes, whatever they are).
 //   4. Repeatedly, the adjacent pair whose concatenation is a piece with the highest score
@@ -34,10 +34,11 @@
 // `encode` with a caller workspace of `workspace_bytes(n)` bytes touches no heap.
 //
 // Decode, as llama.cpp's token_to_piece and detokenize: normal pieces with ▁ as a space
-// (SPM) or each code point as the byte it spells (BPE), byte tokens as their byte, user-defined pieces as they are, control and unknown pieces
-// only when unparse_special is set, unused ones never; with add_space_prefix, the first
-// piece's leading space is dropped unless the ids start with a BOS that remove_special
-// removes (llama.cpp keeps the space there).
+// (SPM) or each code point as the byte it spells (BPE), byte tokens as their byte,
+// user-defined pieces as they are, control and unknown pieces only when unparse_special is
+// set, unused ones never; with add_space_prefix, the first piece's leading space is dropped
+// unless the ids start with a BOS that remove_special removes (llama.cpp keeps the space
+// there); a whole text of a clean_spaces vocabulary is then tidied (detail::clean_spaces).
 #pragma once
 
 #include <cstddef>
@@ -165,6 +166,46 @@ void spelled_bytes(std::string_view piece, Emit& emit) {
     emit("]");
   }
   if (n > 0) emit(std::string_view{run, n});
+}
+
+/// llama.cpp's detokenize clean-up of a whole text (clean_spaces), in place over text[0, n);
+/// returns the new length. Three passes, as llama.cpp runs them: drop the space before
+/// ? ! . , ; drop the spaces around a lone ' (" ' " -> "'"); drop the space before 's 'm
+/// 're 've (" 's" -> "'s", " 't" kept).
+inline std::size_t clean_spaces(char* text, std::size_t n) noexcept {
+  if (n == 0) return 0;
+  std::size_t total = 1;
+  for (std::size_t i = 1; i < n; ++i) {
+    const char x = text[i];
+    if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) --total;
+    text[total++] = x;
+  }
+  n = total;
+  total = 1;
+  for (std::size_t i = 1; i < n; ++i) {
+    const char x = text[i];
+    if (x == '\'' && i + 1 < n && text[i - 1] == ' ' && text[i + 1] == ' ') {
+      --total;
+      text[++i] = '\0';
+    }
+    text[total++] = x;
+  }
+  n = total;
+  total = 1;
+  for (std::size_t i = 1; i < n; ++i) {
+    const char x = text[i];
+    if (text[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+      const char x1 = text[i + 1];
+      if (x1 == 's' || x1 == 'm') {
+        --total;
+      } else if (i + 2 < n) {
+        const char x2 = text[i + 2];
+        if ((x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) --total;
+      }
+    }
+    text[total++] = x;
+  }
+  return total;
 }
 
 /// Renders one token as llama.cpp's token_to_piece, handing `out` the bytes in one or more
@@ -358,6 +399,7 @@ class tokenizer {
     if (!r) return r.error();
     if (total > out.size())
       return error{errc::capacity_exceeded} << "decode: output of " << out.size() << " bytes, the ids need " << total;
+    if (vocab_.settings().clean_spaces) total = detail::clean_spaces(out.data(), total);
     return total;
   }
 
@@ -366,11 +408,14 @@ class tokenizer {
     std::string text;
     auto r = for_each_piece(ids, options, [&](std::string_view s) { text.append(s); });
     if (!r) return r.error();
+    if (vocab_.settings().clean_spaces) text.resize(detail::clean_spaces(text.data(), text.size()));
     return text;
   }
 
   /// Calls `out(std::string_view)` with the decoded bytes of `ids`, in order (llama.cpp's
-  /// detokenize rules); an id out of range is an error, reported before anything past it.
+  /// detokenize rules, less the whole-text clean-up of clean_spaces, which `decode`
+  /// applies; token by token, as here, llama.cpp's token_to_piece applies none either); an
+  /// id out of range is an error, reported before anything past it.
   template <class Out>
   result<void> for_each_piece(std::span<const token_id> ids, decode_options options, Out&& out) const {
     const vocabulary_settings& st = vocab_.settings();

@@ -63,6 +63,10 @@ struct vocabulary_settings {
   pre_tokenizer pre = pre_tokenizer::gpt2;
   /// BPE only: a word that is a token is that token, merges or not (llama3's pre-tokenizer).
   bool ignore_merges = false;
+  /// BPE only: decoding a whole text tidies spaces before punctuation and contractions
+  /// (Hugging Face's clean_up_tokenization_spaces, as llama.cpp's detokenize applies it):
+  /// set for gpt2 and llama3 files, not for qwen2 and smollm ones.
+  bool clean_spaces = false;
   token_id bos = 1;
   token_id eos = 2;
   token_id unk = 0;
