@@ -84,6 +84,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
   auto& pool = hb::pool(threads);
   std::size_t next = 0;
+  const hb::loop_clock clock;
   for (auto _ : state) {
     const auto status = [&] {
       if constexpr (Interleave) {
@@ -103,7 +104,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads);
+  hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
 }
 
 template <class W, class A, bool Interleave = false>
