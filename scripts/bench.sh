@@ -2,8 +2,8 @@
 # Builds hedge's benchmarks (Release, -march=native), runs every bench binary and
 # writes the per-CPU report: bench-report/<cpu>.md, <cpu>.json and <cpu>.svg (a
 # table per kernel of every arch variant this CPU supports, bytes/s or GFLOP/s,
-# bw_fraction, the best variant marked). Each binary first prints the CPU name,
-# the hedge arch tags it supports and the measured read bandwidth.
+# bw_fraction, the best variant marked). Each binary first records in its JSON
+# context the CPU name, the hedge arch tags it supports and the read bandwidth bound.
 #
 # Usage: ./scripts/bench.sh [--quick] [FILTER]
 #   FILTER   a Google Benchmark regex on names, e.g. gemv/q4_0 or 'ops/rmsnorm/.*/hot'

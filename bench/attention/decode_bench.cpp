@@ -95,6 +95,7 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   const hedge::attention::attention_params params{0.0883883f};
   std::size_t layer = 0;
   const hb::user_cycles cycles;
+  const hb::loop_clock clock;
   for (auto _ : state) {
     const auto status = hedge::attention::decode_attention<Arch>(view, layer, q, out, params, workspace, pool);
     if (!status) {
@@ -107,7 +108,7 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
   }
   const auto cycles_per_position = cycles.per(static_cast<double>(state.iterations()) * context * kv_heads);
   const double bytes = static_cast<double>(context * kv_heads * 2 * kv::kv_vector_bytes<Elem>(head_dim));
-  hb::set_bandwidth_counters(state, bytes, threads);
+  hb::set_bandwidth_counters(state, bytes, threads, where, clock);
   state.counters["layers_cycled"] = static_cast<double>(filled.layers);
   if (threads == 1 && cycles_per_position) state.counters["cycles_per_position"] = *cycles_per_position;
 }

@@ -89,6 +89,7 @@ void ceiling_benchmark(benchmark::State& state, std::size_t threads) {
   for (std::size_t t = 0; t < threads; ++t) tiles.push_back(std::make_unique<ceiling_tile<Elem>>(t));
   auto& pool = hb::pool(threads);
   const hb::user_cycles cycles;
+  const hb::loop_clock clock;
   for (auto _ : state) {
     pool.parallel_for(threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t t = begin; t < end; ++t)
@@ -100,7 +101,8 @@ void ceiling_benchmark(benchmark::State& state, std::size_t threads) {
   if (const auto per_position = cycles.per(static_cast<double>(state.iterations()) * passes * positions))
     state.counters["cycles_per_position"] = *per_position;
   const double tile_bytes = static_cast<double>(positions * 2 * hedge::kv::kv_vector_bytes<Elem>(head_dim));
-  hb::set_bandwidth_counters(state, tile_bytes * passes * static_cast<double>(threads), threads);
+  hb::set_bandwidth_counters(state, tile_bytes * passes * static_cast<double>(threads), threads, hb::residency::hot,
+                             clock);
 }
 
 template <class Elem>

@@ -47,12 +47,13 @@ void gemv_benchmark(benchmark::State& state) {
   const hedge::matrix_view<const q::q4_0::block> w{blocks.data(), rows, k / q::q4_0::block_elements};
   std::vector<float> x(k, 0.5f), y(rows);
   std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<q::q4_0>(k));
+  const hb::loop_clock clock;
   for (auto _ : state) {
     const auto status = hedge::kernels::gemv<q::q4_0, A>(w, {x.data(), k}, {y.data(), rows}, workspace);
     benchmark::DoNotOptimize(status);
     benchmark::DoNotOptimize(y.data());
   }
-  hb::set_bandwidth_counters(state, double(blocks.size() * sizeof(q::q4_0::block)), 1);
+  hb::set_bandwidth_counters(state, double(blocks.size() * sizeof(q::q4_0::block)), 1, hb::residency::hot, clock);
 }
 
 template <class Resolved>

@@ -5,9 +5,9 @@
 //   gemv/<format>/<arch>/<rows>x<K>/<hot|cold>/threads:<n>
 // bytes_per_second counts weight bytes (the activation is a few KiB in cache);
 // bw_fraction divides it by the read bandwidth measured in this binary.
-// Q4_0, Q8_0 and Q4_K also run on weights repacked into the 8-row interleaved layout
-// (kernels/repack.hpp): variants `<arch>_repacked` (avx512vnni runs its own tile for Q4_0
-// and Q8_0 and the AVX2 one for Q4_K).
+// Q4_0, Q8_0, Q4_K and Q6_K also run on weights repacked into the 8-row interleaved layout
+// (kernels/repack.hpp): variants `<arch>_repacked` (avx512vnni runs its own tile for Q4_0,
+// Q8_0 and Q4_K and the AVX2 one for Q6_K).
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -84,6 +84,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
   auto& pool = hb::pool(threads);
   std::size_t next = 0;
+  const hb::loop_clock clock;
   for (auto _ : state) {
     const auto status = [&] {
       if constexpr (Interleave) {
@@ -103,7 +104,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads);
+  hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
 }
 
 template <class W, class A, bool Interleave = false>

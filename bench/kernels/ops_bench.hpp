@@ -84,6 +84,7 @@ void register_family(const std::string& kernel, std::size_t operand_count, std::
                            ring.fill_all(initial.data());
                            auto& workers = pool(c.threads);
                            std::size_t next = 0;
+                           const loop_clock clock;
                            for (auto _ : state) {
                              const operands o{ring.get<float>(next++), c.rows, cols};
                              workers.parallel_for(c.rows, [&](std::size_t begin, std::size_t end) {
@@ -91,7 +92,7 @@ void register_family(const std::string& kernel, std::size_t operand_count, std::
                              });
                              benchmark::ClobberMemory();
                            }
-                           set_bandwidth_counters(state, bytes_read_per_row * double(c.rows), c.threads);
+                           set_bandwidth_counters(state, bytes_read_per_row * double(c.rows), c.threads, c.where, clock);
                          });
     }
   });

@@ -228,6 +228,7 @@ void BM_SyntheticDecode(benchmark::State& state, std::size_t threads) {
     state.SkipWithError(warm.error().c_str());
     return;
   }
+  const hb::loop_clock clock;
   for (auto _ : state) {
     static_cast<void>(model->rollback(seq, 0));
     std::int32_t token = 1;
@@ -249,7 +250,7 @@ void BM_SyntheticDecode(benchmark::State& state, std::size_t threads) {
   state.SetItemsProcessed(static_cast<std::int64_t>(tokens));
   state.counters["tok_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
   state.counters["bytes_per_token"] = bytes_per_token;
-  hb::set_bandwidth_counters(state, bytes_per_token * double(decode_positions), threads);
+  hb::set_bandwidth_counters(state, bytes_per_token * double(decode_positions), threads, hb::residency::cold, clock);
   state.counters["bound_ms"] = bytes_per_token / hb::measured_bandwidth(threads) * 1e3;
   state.counters["rss_bytes"] = status_bytes("VmRSS");
   state.counters["rss_peak_bytes"] = status_bytes("VmHWM");

@@ -137,7 +137,9 @@ using InterleavedVariants =
                      variant<q::q4_k, hedge::arch::avx512vnni>, variant<q::q8_0, hedge::arch::neon_dotprod>,
                      variant<q::q4_0, hedge::arch::neon_dotprod>,
                      variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>,
-                     variant<q::q4_k, hedge::arch::best>>;
+                     variant<q::q4_k, hedge::arch::best>, variant<q::q6_k, hedge::arch::scalar>,
+                     variant<q::q6_k, hedge::arch::avx2>, variant<q::q6_k, hedge::arch::avx512vnni>,
+                     variant<q::q6_k, hedge::arch::neon_dotprod>, variant<q::q6_k, hedge::arch::best>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
 
 TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
@@ -213,6 +215,7 @@ TEST(Repack, RoundTripsAndPadsTheLastGroup) {
   check_round_trip<q::q4_0>();
   check_round_trip<q::q8_0>();
   check_round_trip<q::q4_k>();
+  check_round_trip<q::q6_k>();
 }
 
 TEST(Repack, Q4KScalesAndMinsRoundTripEveryValue) {

@@ -21,6 +21,7 @@
 
 #include "hedge/os/thread_pool.hpp"
 #include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "kernels/matmul_support.hpp"
 #include "support/alloc_counter.hpp"
@@ -197,8 +198,10 @@ namespace {
 // Q6_K blocks of arbitrary bytes: every level 0..63 and int8 scale -128..127
 // (the reference quantizer never stores some of them, other quantizers may),
 // so each SIMD kernel's int16 and int32 intermediates are checked at their
-// extremes against the scalar reference, with the same tolerance.
-template <class A>
+// extremes against the scalar reference, with the same tolerance; with Interleave
+// the kernels of the 8-row interleaved layout (repack.hpp), 9 rows: a full group and
+// a padded one.
+template <class A, bool Interleave = false>
 void expect_arbitrary_q6_k_blocks_match_scalar() {
   if (!A::supported()) return;
   constexpr std::size_t rows = 9, kk = 1024, blocks = kk / q::q6_k::block_elements;
@@ -219,7 +222,14 @@ void expect_arbitrary_q6_k_blocks_match_scalar() {
   x[700] = 8.f;
   std::vector<std::byte> workspace(k::gemv_workspace_bytes<q::q6_k>(kk));
   std::vector<float> y(rows), y_ref(rows);
-  ASSERT_TRUE((k::gemv<q::q6_k, A>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
+  if constexpr (Interleave) {
+    std::vector<k::interleaved<q::q6_k>::block> packed(k::interleaved_blocks<q::q6_k>(rows, kk));
+    const auto repacked = k::repack<q::q6_k>(view, {packed.data(), packed.size()});
+    ASSERT_TRUE(repacked);
+    ASSERT_TRUE((k::gemv<q::q6_k, A>(*repacked, {x.data(), kk}, {y.data(), rows}, workspace)));
+  } else {
+    ASSERT_TRUE((k::gemv<q::q6_k, A>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
+  }
   ASSERT_TRUE((k::gemv<q::q6_k, hedge::arch::scalar>(view, {x.data(), kk}, {y_ref.data(), rows}, workspace)));
   const hedge::test::activation_error<q::q6_k> act(x);
   std::vector<float> values(kk);
@@ -235,6 +245,13 @@ TEST(GemvQ6_K, ArbitraryBlocksMatchScalar) {
   expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx2>();
   expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon>();
   expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon_dotprod>();
+}
+
+TEST(GemvQ6_K, ArbitraryBlocksMatchScalarInterleaved) {
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::scalar, true>();
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx2, true>();
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx512vnni, true>();
+  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon_dotprod, true>();
 }
 
 }  // namespace

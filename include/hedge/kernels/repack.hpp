@@ -33,6 +33,20 @@
 // in pairs so one vpmaddwd applies two sub-blocks' mins per row. (ggml's
 // q4_Kx8 keeps the packed 96 bytes and unpacks them per block.)
 //
+// Q6_K (8 rows x one 256-element super-block, 1680 bytes: the GGUF bytes moved):
+//
+//   d[8]:  fp16                                                   (16 bytes)
+//   scales[16 p + 2 r + i]:  int8 scale of sub-block 2p + i, row r (128 bytes)
+//   qs[768 h + 96 k + 4 r + i]       = ql[64 h + 4 k + i] of row r       (A)
+//   qs[768 h + 96 k + 32 + 4 r + i]  = ql[64 h + 32 + 4 k + i] of row r  (B)
+//   qs[768 h + 96 k + 64 + 4 r + i]  = qh[32 h + 4 k + i] of row r       (H)
+//
+// for half h (0, 1) and quad k (0..7): one 32-byte load of A, B and H each gives
+// quad k of the 8 rows' elements 128h + 32i + 4k .. +3 for i = 0..3 (low nibbles
+// of A and B, then their high nibbles, with H's bit pairs 2i: the GGUF kernel's
+// bit moves, quant/q6_k.hpp). The scales are paired per row as Q4_K's mins are, so
+// one vpmaddwd applies two sub-blocks' scales to Q8_K's 16-element sums.
+//
 // Rows beyond a multiple of 8 are padded with zero blocks. Repacking is
 // explicit (`repack`), never done per call.
 #pragma once
@@ -48,6 +62,7 @@
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace hedge::kernels {
@@ -55,7 +70,7 @@ namespace hedge::kernels {
 /// Rows per interleaved group.
 inline constexpr std::size_t interleave_rows = 8;
 
-/// The 8-row interleaved layout of format W (defined for Q4_0, Q8_0 and Q4_K),
+/// The 8-row interleaved layout of format W (defined for Q4_0, Q8_0, Q4_K and Q6_K),
 /// with `pack` / `unpack` moving one row's block in and out of a group block.
 /// \tparam W the per-row format whose blocks are interleaved
 template <quant::BlockFormat W>
@@ -161,7 +176,49 @@ struct interleaved<quant::q4_k> {
   }
 };
 
+template <>
+struct interleaved<quant::q6_k> {
+  using format = quant::q6_k;
+  static constexpr std::size_t subs = format::sub_blocks;
+  struct block {
+    hedge::f16 d[interleave_rows];
+    std::int8_t scales[subs * interleave_rows];
+    std::uint8_t qs[interleave_rows * (sizeof(format::block::ql) + sizeof(format::block::qh))];
+  };
+  /// Offset in qs of quad k of half h's A (ql low), B (ql high) or H (qh) bytes.
+  static constexpr std::size_t quad_offset(std::size_t h, std::size_t k, std::size_t part) noexcept {
+    return 768 * h + 96 * k + 32 * part;
+  }
+  static void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    dst.d[r] = src.d;
+    for (std::size_t j = 0; j < subs; ++j) dst.scales[16 * (j / 2) + 2 * r + j % 2] = src.scales[j];
+    for (std::size_t h = 0; h < 2; ++h) {
+      for (std::size_t k = 0; k < 8; ++k) {
+        std::memcpy(dst.qs + quad_offset(h, k, 0) + 4 * r, src.ql + 64 * h + 4 * k, 4);
+        std::memcpy(dst.qs + quad_offset(h, k, 1) + 4 * r, src.ql + 64 * h + 32 + 4 * k, 4);
+        std::memcpy(dst.qs + quad_offset(h, k, 2) + 4 * r, src.qh + 32 * h + 4 * k, 4);
+      }
+    }
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    format::block b{};
+    b.d = group.d[r];
+    for (std::size_t j = 0; j < subs; ++j) b.scales[j] = group.scales[16 * (j / 2) + 2 * r + j % 2];
+    for (std::size_t h = 0; h < 2; ++h) {
+      for (std::size_t k = 0; k < 8; ++k) {
+        for (std::size_t i = 0; i < 4; ++i) {
+          b.ql[64 * h + 4 * k + i] = group.qs[quad_offset(h, k, 0) + 4 * r + i];
+          b.ql[64 * h + 32 + 4 * k + i] = group.qs[quad_offset(h, k, 1) + 4 * r + i];
+          b.qh[32 * h + 4 * k + i] = group.qs[quad_offset(h, k, 2) + 4 * r + i];
+        }
+      }
+    }
+    return b;
+  }
+};
+
 static_assert(sizeof(interleaved<quant::q4_0>::block) == 8 * sizeof(quant::q4_0::block));
+static_assert(sizeof(interleaved<quant::q6_k>::block) == 8 * sizeof(quant::q6_k::block));
 static_assert(sizeof(interleaved<quant::q8_0>::block) == 8 * sizeof(quant::q8_0::block));
 static_assert(sizeof(interleaved<quant::q4_k>::block) == 8 * sizeof(quant::q4_k::block) + 32);
 
@@ -171,7 +228,7 @@ concept Interleavable = quant::BlockFormat<W> && requires { typename interleaved
 
 /// A rows x K matrix in the interleaved layout: ceil(rows / 8) groups of
 /// K / block_elements blocks each, group-major. Non-owning, like matrix_view.
-/// \tparam W the per-row format (Q4_0, Q8_0 or Q4_K)
+/// \tparam W the per-row format (Q4_0, Q8_0, Q4_K or Q6_K)
 template <Interleavable W>
 class interleaved_view {
  public:

@@ -14,6 +14,10 @@
 //         prepared with the activation), cvt, fma with d_w[8] * d_x
 //   Q8_0: |w| . sign(x, w) per quad, vpmaddwd each (two int8 pairs can reach
 //         2 * 127 * 127), int32 sum, cvt, fma
+//   Q6_K: per pair of quads, vpmaddubsw(6-bit levels, x) summed in int16, then
+//         vpmaddwd by the rows' int8 sub-block scales; the "- 32" of every level
+//         through Q8_K's 16-element sums, one vpmaddwd per pair of sub-blocks, as in
+//         the GGUF-layout kernel (avx2_gemv.hpp)
 //   Q4_K: per 64-element group, the 8 quads' vpmaddubsw(nibbles, x) summed in
 //         int16 per sub-block (same bound as Q4_0: |Q8_K q| <= 127), then one
 //         vpmaddwd by the 8 rows' 6-bit scales (each row's scale in both int16
@@ -23,8 +27,11 @@
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
 // GEMV (M = 1) of Q4_0/Q8_0 runs 4 groups at once instead (G = 4,
-// group_tile<1, 4>): 4 long weight streams from DRAM, a quarter of the run apart
+// group_tile<1, 4, W>): 4 long weight streams from DRAM, a quarter of the run apart
 // (gemv_streams.hpp), and 4 accumulators as in the GEMM tile.
+// One tile skeleton (group_tile: accumulators, block loop, group addressing,
+// prefetch, store) runs every format through its block body (group_block), as the
+// AVX-512 tiles do (pair_tile over pair_block).
 // A row's operations depend neither on M nor on G, so GEMM row m equals GEMV
 // of row m and results do not depend on the thread count.
 #pragma once
@@ -46,6 +53,7 @@
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -100,59 +108,218 @@ HEDGE_TARGET_AVX2 inline void store_tile(const __m256 (&acc)[G][M], float* y, st
   }
 }
 
-template <int M, int G>
-HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_0>::block* group, std::size_t blocks,
-                                  const activation_row<quant::q4_0>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
-  __m256 acc[G][M];
-  for (int t = 0; t < G; ++t) {
-    for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
-  }
+/// acc[m] += the 8 rows' dot products of group block g (block b of the group) with
+/// block b of activation row m, for each of the M rows. Q4_0: the nibbles against x,
+/// minus 8 * sum(x) per block.
+template <int M>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::q4_0>::block& g,
+                                                       const activation_row<quant::q4_0>* x, std::size_t b,
+                                                       __m256 (&acc)[M]) noexcept {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
-      const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
-      prefetch_ahead(g);
-      // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
+  // Quad by quad, so only one quad's nibbles and the M int16 sums are live.
+  __m256i sums[M];
+  for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
+  const auto quad = [&](int j) HEDGE_TARGET_AVX2 {  // a lambda does not inherit the target
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
+    const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[b].qs;
+      const __m256i pair = _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * j)),
+                                            madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
+      sums[m] = _mm256_add_epi16(sums[m], pair);
+    }
+  };
+  if constexpr (M == 1) {
+    // GEMV: unrolled (1.09-1.30x with the weights in cache, same from DRAM).
+    quad(0);
+    quad(1);
+    quad(2);
+    quad(3);
+  } else {
+    // Not unrolled: g++ 12 would hoist every quad's products for M rows and spill them.
+    HEDGE_UNROLL(1)
+    for (int j = 0; j < 4; ++j) quad(j);
+  }
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+  for (int m = 0; m < M; ++m) {
+    const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(sums[m]), _mm256_set1_epi32(x[m].offsets[b]));
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
+    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[m]);
+  }
+}
+
+/// Q8_0: |w| against x with the sign of w.
+template <int M>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::q8_0>::block& g,
+                                                       const activation_row<quant::q8_0>* x, std::size_t b,
+                                                       __m256 (&acc)[M]) noexcept {
+  __m256i dots[M];
+  for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
+  HEDGE_UNROLL(1)
+  for (int j = 0; j < 8; ++j) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
+    const __m256i magnitude = _mm256_sign_epi8(w, w);
+    for (int m = 0; m < M; ++m) {
+      const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x[m].blocks[b].qs + 4 * j), w);
+      const __m256i dot = dot_u8s8_i32(magnitude, signed_x);
+      dots[m] = _mm256_add_epi32(dots[m], dot);
+    }
+  }
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+  for (int m = 0; m < M; ++m) {
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
+    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[m]);
+  }
+}
+
+/// Q4_K: per 64-element group the sub-blocks' nibble sums, scaled by the rows' 6-bit
+/// scales; the mins through the activation's sub-block sums.
+template <int M>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::q4_k>::block& g,
+                                                       const activation_row<quant::q4_k>* x, std::size_t b,
+                                                       __m256 (&acc)[M]) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
+  for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
+  HEDGE_UNROLL(1)
+  for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
+    __m256i sum_lo[M], sum_hi[M];
+    for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
+    const std::uint8_t* qs = g.qs + 256 * h;
+    HEDGE_UNROLL(2)
+    for (int j = 0; j < 8; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+      const __m256i lo = _mm256_and_si256(q, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      for (int m = 0; m < M; ++m) {
+        const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
+        sum_lo[m] = _mm256_add_epi16(sum_lo[m], madd_u8s8_i16(lo, broadcast_quad(xq)));
+        sum_hi[m] = _mm256_add_epi16(sum_hi[m], madd_u8s8_i16(hi, broadcast_quad(xq + 32)));
+      }
+    }
+    // Scales of sub-blocks 2h and 2h + 1, bytes doubled so each row's scale
+    // fills both int16 halves of its lane.
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * h));
+    const __m256i s_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+    const __m256i s_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
+    for (int m = 0; m < M; ++m) {
+      total[m] = _mm256_add_epi32(total[m], _mm256_add_epi32(_mm256_madd_epi16(sum_lo[m], s_lo),
+                                                             _mm256_madd_epi16(sum_hi[m], s_hi)));
+    }
+  }
+  __m256i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs
+  for (int p = 0; p < 4; ++p) {
+    mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.mins + 16 * p)));
+  }
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+  const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.dmin)));
+  for (int m = 0; m < M; ++m) {
+    const quant::q8_k::block& xb = x[m].blocks[b];
+    // The activation's 8 sub-block sums (int16, |s| <= 4064), pair p in int32 lane p.
+    const __m256i sums = _mm256_broadcastsi128_si256(
+        _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8))));
+    const __m256i min_total = _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(sums, 0x00)),
+                         _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(sums, 0x55))),
+        _mm256_add_epi32(_mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(sums, 0xAA)),
+                         _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(sums, 0xFF))));
+    const __m256 dx = _mm256_broadcast_ss(&xb.d);
+    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[m]), _mm256_mul_ps(d, dx), acc[m]);
+    acc[m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(dmin, dx), acc[m]);
+  }
+}
+
+/// The 6-bit levels of quad k, element set i (elements 128h + 32i + 4k .. +3) of the 8
+/// rows, from that quad's A, B and H vectors (repack.hpp): the low nibble of A (i = 0, 2)
+/// or B (i = 1, 3), shifted down for i >= 2, with H's bit pair 2i moved to bits 5:4.
+template <int I>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE __m256i q6_levels(__m256i a, __m256i b, __m256i h) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i high2 = _mm256_set1_epi8(0x30);
+  const __m256i ql = (I & 1) ? b : a;
+  const __m256i low = I < 2 ? _mm256_and_si256(ql, low4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
+  const __m256i high = I == 0   ? _mm256_slli_epi16(h, 4)
+                       : I == 1 ? _mm256_slli_epi16(h, 2)
+                       : I == 2 ? h
+                                : _mm256_srli_epi16(h, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(high, high2));
+}
+
+/// Q6_K: levels q in [0, 63] against x (vpmaddubsw, two quads summed in int16: |sum| <=
+/// 4 * 63 * 128 < 2^15), times the row's sub-block scale (vpmaddwd); the "- 32" of every
+/// level is 32 * sum_j sc_j * (Q8_K's 16-element sum j), one vpmaddwd per scale pair.
+template <int M>
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::q6_k>::block& g,
+                                                       const activation_row<quant::q6_k>* x, std::size_t b,
+                                                       __m256 (&acc)[M]) noexcept {
+  using layout = interleaved<quant::q6_k>;
+  __m256i total[M];  // per row: sum over sub-blocks of scale * sum(q * x)
+  for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
+  // Row r's scale of sub-block 2p + i in both int16 halves of lane r, from the pair vector.
+  // (vpshufb indexes bytes within each 128-bit half: lane r's int16 are bytes 4r', 4r' + 1
+  // and 4r' + 2, 4r' + 3 with r' = r mod 4.)
+  const __m256i pick_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                             0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i pick_odd = _mm256_add_epi8(pick_even, _mm256_set1_epi8(2));
+  const auto load = [&](std::size_t offset) HEDGE_TARGET_AVX2 {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + offset));
+  };
+  const auto set = [&]<int I>(std::size_t h, std::size_t k, __m256i (&sums)[M]) HEDGE_TARGET_AVX2 {
+    const __m256i q0 = q6_levels<I>(load(layout::quad_offset(h, k, 0)), load(layout::quad_offset(h, k, 1)),
+                                    load(layout::quad_offset(h, k, 2)));
+    const __m256i q1 = q6_levels<I>(load(layout::quad_offset(h, k + 1, 0)), load(layout::quad_offset(h, k + 1, 1)),
+                                    load(layout::quad_offset(h, k + 1, 2)));
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[b].qs + 128 * h + 32 * I + 4 * k;
+      sums[m] = _mm256_add_epi16(madd_u8s8_i16(q0, broadcast_quad(xq)), madd_u8s8_i16(q1, broadcast_quad(xq + 4)));
+    }
+  };
+  const auto scale_add = [&](std::size_t h, int i, std::size_t k, const __m256i (&sums)[M]) HEDGE_TARGET_AVX2 {
+    const std::size_t pair = 4 * h + static_cast<std::size_t>(i);  // sub-blocks 2 pair (k < 4), 2 pair + 1
+    const __m256i pairs =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * pair)));
+    const __m256i scale = _mm256_shuffle_epi8(pairs, k < 4 ? pick_even : pick_odd);
+    for (int m = 0; m < M; ++m) total[m] = _mm256_add_epi32(total[m], _mm256_madd_epi16(sums[m], scale));
+  };
+  for (std::size_t h = 0; h < 2; ++h) {
+    HEDGE_UNROLL(1)
+    for (std::size_t k = 0; k < 8; k += 2) {
       __m256i sums[M];
-      for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
-      const auto quad = [&](int j) HEDGE_TARGET_AVX2 {  // a lambda does not inherit the target
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-        const __m256i lo = _mm256_and_si256(q, low4);                         // values 4j .. 4j+3
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);  // values 16+4j .. 16+4j+3
-        for (int m = 0; m < M; ++m) {
-          const std::int8_t* xq = x[m].blocks[b].qs;
-          const __m256i pair = _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * j)),
-                                                madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * j)));
-          sums[m] = _mm256_add_epi16(sums[m], pair);
-        }
-      };
-      if constexpr (M == 1) {
-        // GEMV: unrolled (1.09-1.30x with the weights in cache, same from DRAM).
-        quad(0);
-        quad(1);
-        quad(2);
-        quad(3);
-      } else {
-        // Not unrolled: g++ 12 would hoist every quad's products for M rows and spill them.
-        HEDGE_UNROLL(1)
-        for (int j = 0; j < 4; ++j) quad(j);
-      }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-      for (int m = 0; m < M; ++m) {
-        const __m256i dot = _mm256_sub_epi32(sum_pairs_i16(sums[m]), _mm256_set1_epi32(x[m].offsets[b]));
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
-        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[t][m]);
-      }
+      set.template operator()<0>(h, k, sums);
+      scale_add(h, 0, k, sums);
+      set.template operator()<1>(h, k, sums);
+      scale_add(h, 1, k, sums);
+      set.template operator()<2>(h, k, sums);
+      scale_add(h, 2, k, sums);
+      set.template operator()<3>(h, k, sums);
+      scale_add(h, 3, k, sums);
     }
   }
-  store_tile<M, G>(acc, y, y_stride, valid, group_stride);
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+  for (int m = 0; m < M; ++m) {
+    const quant::q8_k::block& xb = x[m].blocks[b];
+    // 32 * sum_j sc_j * bsum_j per row lane (|.| <= 2^27).
+    __m256i offset = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {
+      std::int32_t sum_pair;
+      std::memcpy(&sum_pair, xb.bsums + 2 * p, 4);
+      const __m256i pairs = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * p)));
+      offset = _mm256_add_epi32(offset, _mm256_madd_epi16(pairs, _mm256_set1_epi32(sum_pair)));
+    }
+    const __m256i dot = _mm256_sub_epi32(total[m], _mm256_slli_epi32(offset, 5));
+    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(d, _mm256_broadcast_ss(&xb.d)), acc[m]);
+  }
 }
 
-template <int M, int G>
-HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, std::size_t blocks,
-                                  const activation_row<quant::q8_0>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
+/// G groups (group t is group_stride groups after group t - 1) x M activation rows:
+/// the tile skeleton (accumulators, block loop, group addressing, prefetch, store) over
+/// the per-format block body group_block.
+template <int M, int G, class W>
+HEDGE_TARGET_AVX2 void group_tile(const typename interleaved<W>::block* group, std::size_t blocks,
+                                  const activation_row<W>* x, float* y, std::size_t y_stride, std::size_t valid,
+                                  std::size_t group_stride = 1) noexcept {
   __m256 acc[G][M];
   for (int t = 0; t < G; ++t) {
     for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
@@ -161,90 +328,7 @@ HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q8_0>::block* group, 
     for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
       const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
       prefetch_ahead(g);
-      __m256i dots[M];
-      for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
-      HEDGE_UNROLL(1)
-      for (int j = 0; j < 8; ++j) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * j));
-        const __m256i magnitude = _mm256_sign_epi8(w, w);
-        for (int m = 0; m < M; ++m) {
-          const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x[m].blocks[b].qs + 4 * j), w);
-          const __m256i dot = dot_u8s8_i32(magnitude, signed_x);
-          dots[m] = _mm256_add_epi32(dots[m], dot);
-        }
-      }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-      for (int m = 0; m < M; ++m) {
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
-        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[t][m]);
-      }
-    }
-  }
-  store_tile<M, G>(acc, y, y_stride, valid, group_stride);
-}
-
-template <int M, int G>
-HEDGE_TARGET_AVX2 void group_tile(const interleaved<quant::q4_k>::block* group, std::size_t blocks,
-                                  const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride,
-                                  std::size_t valid, std::size_t group_stride = 1) noexcept {
-  __m256 acc[G][M];
-  for (int t = 0; t < G; ++t) {
-    for (int m = 0; m < M; ++m) acc[t][m] = _mm256_setzero_ps();
-  }
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
-      const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
-      prefetch_ahead(g);
-      __m256i total[M];  // per row: sum over sub-blocks of scale * sum(n * x)
-      for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
-      HEDGE_UNROLL(1)
-      for (int h = 0; h < 4; ++h) {  // group h: sub-blocks 2h (low nibbles) and 2h + 1 (high)
-        __m256i sum_lo[M], sum_hi[M];
-        for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm256_setzero_si256();
-        const std::uint8_t* qs = g.qs + 256 * h;
-        HEDGE_UNROLL(2)
-        for (int j = 0; j < 8; ++j) {
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-          const __m256i lo = _mm256_and_si256(q, low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-          for (int m = 0; m < M; ++m) {
-            const std::int8_t* xq = x[m].blocks[b].qs + 64 * h + 4 * j;
-            sum_lo[m] = _mm256_add_epi16(sum_lo[m], madd_u8s8_i16(lo, broadcast_quad(xq)));
-            sum_hi[m] = _mm256_add_epi16(sum_hi[m], madd_u8s8_i16(hi, broadcast_quad(xq + 32)));
-          }
-        }
-        // Scales of sub-blocks 2h and 2h + 1, bytes doubled so each row's scale
-        // fills both int16 halves of its lane.
-        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 16 * h));
-        const __m256i s_lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
-        const __m256i s_hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
-        for (int m = 0; m < M; ++m) {
-          total[m] = _mm256_add_epi32(total[m], _mm256_add_epi32(_mm256_madd_epi16(sum_lo[m], s_lo),
-                                                                 _mm256_madd_epi16(sum_hi[m], s_hi)));
-        }
-      }
-      __m256i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs
-      for (int p = 0; p < 4; ++p) {
-        mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.mins + 16 * p)));
-      }
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
-      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.dmin)));
-      for (int m = 0; m < M; ++m) {
-        const quant::q8_k::block& xb = x[m].blocks[b];
-        // The activation's 8 sub-block sums (int16, |s| <= 4064), pair p in int32 lane p.
-        const __m256i sums = _mm256_broadcastsi128_si256(
-            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8))));
-        const __m256i min_total = _mm256_add_epi32(
-            _mm256_add_epi32(_mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(sums, 0x00)),
-                             _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(sums, 0x55))),
-            _mm256_add_epi32(_mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(sums, 0xAA)),
-                             _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(sums, 0xFF))));
-        const __m256 dx = _mm256_broadcast_ss(&xb.d);
-        acc[t][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[m]), _mm256_mul_ps(d, dx), acc[t][m]);
-        acc[t][m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(dmin, dx), acc[t][m]);
-      }
+      group_block<M>(g, x, b, acc[t]);
     }
   }
   store_tile<M, G>(acc, y, y_stride, valid, group_stride);
@@ -258,23 +342,23 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
   for (std::size_t m = 0; m < rows;) {
     const std::size_t left = rows - m;
     if (left >= 4) {
-      group_tile<4, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<4, 1, W>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 4;
     } else if (left >= 2) {
-      group_tile<2, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<2, 1, W>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 2;
     } else {
-      group_tile<1, 1>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
+      group_tile<1, 1, W>(group, blocks, x + m, y + m * y_stride, y_stride, valid);
       m += 1;
     }
   }
 }
 
 /// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (four long DRAM streams,
-/// gemv_streams.hpp); 1 for Q4_K, whose 4-group tile is compute-bound and slower
-/// (docs/perf-journal.md, matmul).
+/// gemv_streams.hpp); 1 for Q4_K and Q6_K, whose 4-group tiles are compute-bound and
+/// slower (docs/perf-journal.md, matmul).
 template <class W>
-inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> ? 1 : 4;
+inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ? 1 : 4;
 
 /// One activation row against `groups` consecutive groups (`valid` rows in all):
 /// Q4_0 and Q8_0 read the full groups as gemv_streams long streams (gemv_streams.hpp),
@@ -288,7 +372,7 @@ HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* grou
   if constexpr (tile == gemv_streams) {
     const stream_split split(groups, valid);
     for (std::size_t i = 0; i < split.per_stream; ++i) {
-      group_tile<1, tile>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0, tile * interleave_rows,
+      group_tile<1, tile, W>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0, tile * interleave_rows,
                           split.per_stream);
     }
     t = split.streamed();
@@ -298,10 +382,10 @@ HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* grou
     const std::size_t first = t * interleave_rows;
     const auto* g = group + t * blocks;
     if (tile >= 2 && left >= 2) {
-      group_tile<1, 2>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<1, 2, W>(g, blocks, &x, y + first, 0, valid - first);
       t += 2;
     } else {
-      group_tile<1, 1>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<1, 1, W>(g, blocks, &x, y + first, 0, valid - first);
       t += 1;
     }
   }
