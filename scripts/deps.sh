@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages hedge's build, tests and benchmarks need, when missing.
+# Installs the Debian packages hedge's build, tests and benchmarks need, when missing
+# (with --demo, only what scripts/demo.sh needs).
 # Non-interactive (CI has no stdin); uses sudo only when not already root.
 set -euo pipefail
 # clang-22 (bookworm-security) is the newest clang Debian 12 ships; scripts/matrix.sh
@@ -12,6 +13,10 @@ packages=(cmake ninja-build g++ clang clang-22 libclang-rt-14-dev libeigen3-dev 
           libbenchmark-dev nlohmann-json3-dev rapidjson-dev libcurl4-openssl-dev curl jq openssl
           gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
           g++-aarch64-linux-gnu qemu-user qemu-system-arm)
+# --demo: only what scripts/demo.sh builds (the demos and hedge-server: no tests, no matrix).
+if [ "${1:-}" = --demo ]; then
+  packages=(cmake ninja-build g++ libxsimd-dev rapidjson-dev libcurl4-openssl-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

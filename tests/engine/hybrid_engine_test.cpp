@@ -752,3 +752,24 @@ TEST_F(engine_test, the_routed_event_comes_first_with_the_mode_and_reason) {
 
 }  // namespace
 }  // namespace hedge::engine::test
+
+namespace hedge::engine::test {
+namespace {
+
+TEST_F(engine_test, the_period_budget_holds_when_the_caller_names_the_cloud) {
+  options.budget.per_period = 1e-4;
+  make();
+  transport().otherwise = {200, sse_chat({"cloud"})};
+  engine->spending().charge(1e-4);
+  recorder rec;
+  const auto out = engine->run(ask("q", mode::cloud_first), rec);
+  ASSERT_TRUE(out.ok()) << out.status.error().c_str();
+  EXPECT_EQ(rec.text, "The edge answer.");
+  EXPECT_TRUE(transport().sent.empty());
+  const auto refused = engine->run(ask("q", mode::cloud_only));
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status.error().message().find("over the period budget"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace hedge::engine::test

@@ -565,6 +565,9 @@ class hybrid_engine {
       const double estimate = options_.cloud_prices[i].cost(st.prompt_tokens + continuation_.size() / 4, 0);
       if (st.request->max_cost > 0 && out_cost(out) + estimate > st.request->max_cost)
         return error{errc::rejected} << "over the request's cost cap (" << st.request->max_cost << ") at cloud " << i;
+      // The period budget holds whatever mode the caller named (the router reads it too).
+      if (const double left = budget_.remaining(); left >= 0 && out_cost(out) + estimate > left)
+        return error{errc::rejected} << "over the period budget (" << left << " left) at cloud " << i;
       cloud_poll result = attempt_cloud(st, i, begun && attempt == 1);
       ++rep.attempts;
       if (cancelled(st)) return error{errc::rejected, "cancelled"};
