@@ -1,21 +1,33 @@
-// hedge/model/forward.hpp: the llama forward pass on hedge's kernels, and sessions that
+// hedge/model/forward.hpp: the forward pass of the llama family (llama, smollm3, qwen2,
+// qwen3, phi3, gemma2, gemma3: model/config.hpp) on hedge's kernels, and sessions that
 // share one model.
 //
-// `decode` runs one token through the model, as llama2.c's forward() does, top to bottom:
-//   x = embedding[token]
-//   per layer:  xn = rmsnorm(x) ; q|k|v = Wqkv xn ; RoPE(q, k) at pos ;
-//               append k, v to the session's cache ; a = attention(q, cache) ; x += Wo a ;
-//               xn = rmsnorm(x) ; gate|up = Wgate_up xn ; x += Wdown (silu(gate) * up)
-//   logits = Wout rmsnorm(x)
+// `decode` runs one token through the model, as llama2.c's forward() does, top to bottom;
+// the steps in [brackets] are those an architecture adds, each a named member function
+// that is a no-op where the config says the architecture lacks it:
+//   x = embedding[token] [x sqrt(dim)]                                      embed
+//   per layer:  xn = rmsnorm(x) ; q|k|v = Wqkv xn [+ biases] [rmsnorm per Q/K head] ;
+//               RoPE(q, k) at pos over rope_dim of each head, the layer's table
+//               [local or global; none in smollm3's no-RoPE layers]             attention_inputs
+//               append k, v to the session's cache ;
+//               a = attention(q, cache [last sliding_window positions in a local layer],
+//                             scale [, soft-cap]) ;                             layer_view
+//               x += [rmsnorm] (Wo a) ;                                         add_residual
+//               xn = rmsnorm(x) ; gate|up = Wgate_up xn ;
+//               x += [rmsnorm] (Wdown (act(gate) * up)), act SiLU [or tanh GELU] gated_activation
+//   logits = Wout rmsnorm(x) [soft-capped]                                   cap_logits
 // `prefill` runs the prompt's tokens through each layer together, in chunks of
 // `llama_options::max_prefill` rows: the same steps with the rows of X as the activations,
-// GEMMs (kernels/gemm.hpp) for the projections, RoPE per row at its position, and causal
-// prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache; the
-// classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for bit,
-// so prefill's logits differ from a loop of decodes only by the attention kernels'
+// GEMMs (kernels/gemm.hpp) for the projections, the per-row steps above per row, and
+// causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
+// the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
+// bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
 // summation order (tests bound it).
-// RoPE pairs adjacent elements (2i, 2i+1), as llama2.c and GGUF "llama" do (GGUF's
-// converter permutes Hugging Face's Q and K rows into that order).
+// RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
+// "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
+// the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
+// Local (sliding-window) layers share the cache with the global ones, which keeps every
+// position: their attention sees the last window of it (kv_sequence_view::windowed).
 //
 // Weights at make(): Q4_0 and Q4_K matrices (and Q8_0 ones on request) are repacked into
 // kernels/repack.hpp's interleaved layout (`llama_options::repack`), and Q/K/V, and gate/up, become one matrix
@@ -38,8 +50,9 @@
 //
 // Templates: the weight formats compiled in (model/weights.hpp), the KV element (kv/element.hpp)
 // and where the cache lives (core/storage.hpp); the executor is per call. Every size is
-// known from the config before anything is allocated (`llama_scratch`,
-// `llama_weight_arena_bytes`); after `make`, decode allocates nothing.
+// known from the config before anything is allocated (`llama_buffers::lay_out`, the one
+// place the scratch's buffers are named and sized, and `llama_weight_arena_bytes`); after
+// `make`, decode allocates nothing.
 //
 // Sessions are KV-cache sequences: several share the weights and the scratch (calls run
 // one at a time); `rollback` drops positions past a length (a rejected speculative draft),
