@@ -395,7 +395,7 @@ inline result<llama_weights> gguf_weights(const gguf_file& file) {
     e << "GGUF: tensor ";
     return detail::append_name(e, name);
   };
-  // A matrix of `rows` x `cols`; `rows` 0: any row count (the caller checks it).
+  // A matrix of `rows` x `cols`.
   const auto matrix = [&](const std::string& name, std::size_t rows, std::size_t cols, bool required,
                           weight_matrix& out) -> result<void> {
     const auto t = file.find_tensor(name);
@@ -403,7 +403,7 @@ inline result<llama_weights> gguf_weights(const gguf_file& file) {
       if (required) return error{errc::parse_error} << "GGUF: tensor " << name << " is missing";
       return ok();
     }
-    if (t->n_dims > 2 || t->dims[0] != cols || (rows != 0 && t->rows() != rows))
+    if (t->n_dims > 2 || t->dims[0] != cols || t->rows() != rows)
       return shape_error(name) << " is " << t->dims[0] << "x" << t->rows() << " (" << t->n_dims
                                << " dims), the config needs " << cols << "x" << rows;
     out = {t->type, t->bytes.data(), static_cast<std::size_t>(t->rows()), static_cast<std::size_t>(t->dims[0])};
