@@ -55,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   // The model sizes its cache, scratch and arena from the config: a short context, so the
   // sizes are the weights' (which the file backs), not the trained context's.
-  const auto model = llama<>::make(w, {.context = std::min<std::size_t>(w.config.context_length, 16), .max_prefill = 4});
+  const std::size_t context = std::min<std::size_t>(w.config.context_length, 16);
+  const auto model = llama<>::make(w, {.context = context, .max_prefill = 4});
   static_cast<void>(model);
   return 0;
 }

@@ -57,7 +57,8 @@ std::vector<architecture_case> architecture_cases() {
     s.name = "hedge synthetic";  // not the architecture's name: llama.cpp gives "phi3" models Phi-3's special tokens
     s.seed = std::hash<std::string>{}(name);
     shape(s);
-    cases.push_back({std::move(name), s, s.attention == hedge::quant::gguf_type::f32 ? float_tolerance : q8_0_tolerance});
+    const double tolerance = s.attention == hedge::quant::gguf_type::f32 ? float_tolerance : q8_0_tolerance;
+    cases.push_back({std::move(name), s, tolerance});
   };
   // Llama 3: per-pair RoPE factors, a large base, the classifier tied to the embedding,
   // key_length given.
@@ -80,7 +81,10 @@ std::vector<architecture_case> architecture_cases() {
     s.rope_theta = 1000000.0f, s.rope_scaling = 8.0f;
   });
   // Q8_0 weights: both quantize the activations to Q8_0 blocks (ggml's rounding).
-  add("qwen3_q8_0", [](synthetic_llama& s) { s.architecture = "qwen3", s.head_dim = 32, s.all_types(hedge::quant::gguf_type::q8_0); });
+  add("qwen3_q8_0", [](synthetic_llama& s) {
+    s.architecture = "qwen3", s.head_dim = 32;
+    s.all_types(hedge::quant::gguf_type::q8_0);
+  });
   return cases;
 }
 

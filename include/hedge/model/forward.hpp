@@ -628,8 +628,7 @@ class llama {
 
     for (std::size_t i = 0; i < rows; ++i) {
       HEDGE_TRY(embed(tokens[i], x.row(i)));
-      HEDGE_TRY(rope_tables(pos + i, cos.row(i), sin.row(i), c.has_local_layers() ? cos_local.row(i) : vector_view<float>{},
-                            c.has_local_layers() ? sin_local.row(i) : vector_view<float>{}));
+      HEDGE_TRY(rope_tables(pos + i, cos.row(i), sin.row(i), cos_local.row(i), sin_local.row(i)));
     }
     for (std::size_t l = 0; l < c.n_layers; ++l) {
       const llama_layer& y = w.layers[l];

@@ -148,7 +148,8 @@ result<void> add_synthetic_llama(gguf_writer& w, const synthetic_llama& s, synth
   const detail::architecture_entry* entry = nullptr;
   for (const auto& a : detail::architectures)
     if (a.name == s.architecture) entry = &a;
-  if (entry == nullptr) return error{errc::invalid_argument} << "a synthetic " << s.architecture << ": no such architecture";
+  if (entry == nullptr)
+    return error{errc::invalid_argument} << "a synthetic " << s.architecture << ": no such architecture";
   llama_config traits;
   detail::apply_architecture(entry->architecture, traits);
   const bool phi3 = entry->architecture == model_architecture::phi3;
