@@ -4,6 +4,7 @@
 # hedge and never run by CI: it computes reference data (token ids) that the tests commit.
 #
 #   scripts/llama_cpp_peer.sh tokenize MODEL.gguf TEXTS.jsonl > IDS.jsonl
+#   scripts/llama_cpp_peer.sh greedy-logits MODEL.gguf N ID... > IDS_AND_LOGITS.txt
 #
 # JavaScript strings cannot carry invalid UTF-8, so texts given as bytes go through a small
 # C++ helper (build/llama-cpp-peer/bin/tokenize-bytes) linked against the package's own
@@ -80,6 +81,89 @@ CPP
       -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
       "$library" -Wl,-rpath,"$bins" >&2
   fi
+fi
+
+# greedy-logits MODEL.gguf N ID...: llama.cpp's greedy continuation of the token ids ID...
+# (fed as they are, no tokenizer), N ids on the first line, then the logits after the
+# prompt and after each generated id but the last, one line each (tests/model/data/README.md).
+greedy=$peer/bin/greedy-logits
+if [ ! -x "$greedy" ] && [ -d "$bins" ]; then
+  library=$(ls "$bins"/libllama.v*.so | head -n 1)
+  cat > "$peer/greedy_logits.cpp" <<'CPP'
+// The llama.cpp peer's greedy decoder over token ids (this script builds it against the
+// libllama that node-llama-cpp ships): the model's trained context, one thread, CPU.
+//
+//   greedy-logits MODEL.gguf N ID...
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: greedy-logits MODEL.gguf N ID...\n");
+    return 2;
+  }
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  llama_backend_init();
+  ggml_backend_load_all_from_path(HEDGE_PEER_BACKENDS);  // the package's CPU backends, loaded at run time
+  llama_model_params model_params = llama_model_default_params();
+  model_params.n_gpu_layers = 0;
+  llama_model* model = llama_model_load_from_file(argv[1], model_params);
+  if (model == nullptr) {
+    std::fprintf(stderr, "cannot load %s\n", argv[1]);
+    return 1;
+  }
+  const int n = std::atoi(argv[2]);
+  std::vector<llama_token> prompt;
+  for (int i = 3; i < argc; ++i) prompt.push_back(std::atoi(argv[i]));
+  llama_context_params params = llama_context_default_params();
+  params.n_ctx = static_cast<uint32_t>(llama_model_n_ctx_train(model));
+  params.n_batch = params.n_ctx;
+  params.n_threads = params.n_threads_batch = 1;
+  llama_context* context = llama_init_from_model(model, params);
+  if (context == nullptr) {
+    std::fprintf(stderr, "cannot make a context\n");
+    return 1;
+  }
+  const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  std::vector<llama_token> ids;
+  std::vector<std::vector<float>> steps;
+  llama_batch batch = llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()));
+  llama_token next = 0;
+  for (int step = 0; step < n; ++step) {
+    if (llama_decode(context, batch) != 0) {
+      std::fprintf(stderr, "llama_decode failed at step %d\n", step);
+      return 1;
+    }
+    const float* logits = llama_get_logits_ith(context, -1);
+    steps.emplace_back(logits, logits + vocab);
+    next = 0;
+    for (int j = 1; j < vocab; ++j)
+      if (logits[j] > logits[next]) next = j;
+    ids.push_back(next);
+    batch = llama_batch_get_one(&next, 1);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+  std::printf("\n");
+  for (const auto& row : steps) {
+    for (std::size_t j = 0; j < row.size(); ++j) std::printf(j ? " %.7g" : "%.7g", row[j]);
+    std::printf("\n");
+  }
+  llama_free(context);
+  llama_model_free(model);
+  return 0;
+}
+CPP
+  g++ -std=c++17 -O2 -o "$greedy" "$peer/greedy_logits.cpp" -DHEDGE_PEER_BACKENDS="\"$bins\"" \
+    -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
+    "$library" "$(ls "$bins"/libggml.v*.so | head -n 1)" -Wl,-rpath,"$bins" >&2
+fi
+if [ "${1:-}" = greedy-logits ]; then
+  shift
+  exec "$greedy" "$@"
 fi
 
 export HEDGE_LLAMA_CPP_TOKENIZE_BYTES=$helper

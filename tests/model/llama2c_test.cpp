@@ -190,7 +190,7 @@ TEST(Llama2c, HostileHeadersAreErrorsWithTheField) {
       {0, 0x7fffffc0, "needs more than"},   // dim 2^31 - 64: the weights overflow any file
       {8, 0x7fffffff, "needs more than"},   // 2^31 - 1 layers
       {4, 0x7fffffff, "needs more than"},   // hidden_dim 2^31 - 1
-      {24, 0x7fffffff, "truncated"},        // seq_len 2^31 - 1: 64 GiB of freq_cis tables
+      {24, 0x7fffffff, "context length 2147483647 above"},  // seq_len 2^31 - 1: 64 GiB of freq_cis tables
   };
   for (const auto& h : cases) {
     auto file = read_file(stories);

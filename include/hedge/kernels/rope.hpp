@@ -41,24 +41,39 @@ namespace hedge::kernels {
 /// How a model pairs the elements of a head for RoPE (see file comment).
 enum class rope_layout { adjacent_pairs, neox_halves };
 
-/// Writes the rope table of `position` for heads of cos.size() elements in
-/// `layout` (see file comment); base is the model's rope theta (10000 for Llama 2).
-/// Errors: invalid_argument for an odd or zero head size or a non-positive
-/// base; shape_mismatch when sin's size differs from cos's.
-inline result<void> rope_table(rope_layout layout, std::size_t position, float base, vector_view<float> cos,
-                               vector_view<float> sin) {
+/// A model's RoPE frequencies beyond the base, as llama.cpp's ggml_rope_ext applies them
+/// without YaRN (ext_factor 0): pair i of a d-element table turns by
+/// position * position_scale * base^(-2i/d) / factors[i], and cos and sin are multiplied
+/// by `magnitude`.
+struct rope_frequencies {
+  float base = 10000.0f;                  ///< the model's rope theta
+  float position_scale = 1.0f;            ///< linear scaling: 1 / rope.scaling.factor
+  vector_view<const float> factors = {};  ///< d/2 per-pair divisors (Llama 3's rope_freqs, LongRoPE); empty: none
+  float magnitude = 1.0f;                 ///< LongRoPE's attention factor
+};
+
+/// Writes the rope table of `position` for heads of cos.size() elements in `layout` (see
+/// file comment) with frequencies `f`.
+/// Errors: invalid_argument for an odd or zero head size, a non-positive base, or factors
+/// that are not one per pair; shape_mismatch when sin's size differs from cos's.
+inline result<void> rope_table(rope_layout layout, std::size_t position, const rope_frequencies& f,
+                               vector_view<float> cos, vector_view<float> sin) {
   const std::size_t head_dim = cos.size();
   if (head_dim == 0 || head_dim % 2 != 0) {
     return error{errc::invalid_argument} << "rope head size " << head_dim << " is not a positive even number";
   }
-  if (!(base > 0.0f)) return error{errc::invalid_argument} << "rope base must be positive";
+  if (!(f.base > 0.0f)) return error{errc::invalid_argument} << "rope base must be positive";
   if (sin.size() != head_dim) {
     return error{errc::shape_mismatch} << "rope sin table has " << sin.size() << " elements, cos has " << head_dim;
   }
   const std::size_t half = head_dim / 2;
+  if (!f.factors.empty() && f.factors.size() != half)
+    return error{errc::invalid_argument} << f.factors.size() << " rope frequency factors for " << half << " pairs";
+  const double at = double(position) * double(f.position_scale);
   for (std::size_t i = 0; i < half; ++i) {
-    const double angle = double(position) * std::pow(double(base), -2.0 * double(i) / double(head_dim));
-    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    double angle = at * std::pow(double(f.base), -2.0 * double(i) / double(head_dim));
+    if (!f.factors.empty()) angle /= double(f.factors[i]);
+    const float c = float(std::cos(angle) * double(f.magnitude)), s = float(std::sin(angle) * double(f.magnitude));
     const std::size_t first = layout == rope_layout::adjacent_pairs ? 2 * i : i;
     const std::size_t second = layout == rope_layout::adjacent_pairs ? 2 * i + 1 : i + half;
     cos[first] = c;
@@ -67,6 +82,15 @@ inline result<void> rope_table(rope_layout layout, std::size_t position, float b
     sin[second] = s;
   }
   return ok();
+}
+
+/// Writes the rope table of `position` for heads of cos.size() elements in
+/// `layout` (see file comment); base is the model's rope theta (10000 for Llama 2).
+/// Errors: invalid_argument for an odd or zero head size or a non-positive
+/// base; shape_mismatch when sin's size differs from cos's.
+inline result<void> rope_table(rope_layout layout, std::size_t position, float base, vector_view<float> cos,
+                               vector_view<float> sin) {
+  return rope_table(layout, position, rope_frequencies{.base = base}, cos, sin);
 }
 
 namespace detail {

@@ -151,6 +151,15 @@ class kv_sequence_view {
   constexpr std::uint64_t stored_begin() const noexcept {
     return end_ > layout_->ring_tokens ? end_ - layout_->ring_tokens : 0;
   }
+  /// This view as a layer that attends to the last `window` positions sees it, in a cache
+  /// that keeps every position (a model whose local and global layers share one cache:
+  /// Gemma's sliding-window layers).
+  constexpr kv_sequence_view windowed(std::size_t window) const noexcept {
+    kv_sequence_view v = *this;
+    v.window_ = window;
+    v.begin_ = std::max<std::uint64_t>(begin_, end_ > window ? end_ - window : 0);
+    return v;
+  }
   constexpr std::size_t layers() const noexcept { return layers_; }
   constexpr std::size_t kv_heads() const noexcept { return kv_heads_; }
   constexpr std::size_t head_dim() const noexcept { return head_dim_; }

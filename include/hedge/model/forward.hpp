@@ -1,21 +1,33 @@
-// hedge/model/forward.hpp: the llama forward pass on hedge's kernels, and sessions that
+// hedge/model/forward.hpp: the forward pass of the llama family (llama, smollm3, qwen2,
+// qwen3, phi3, gemma2, gemma3: model/config.hpp) on hedge's kernels, and sessions that
 // share one model.
 //
-// `decode` runs one token through the model, as llama2.c's forward() does, top to bottom:
-//   x = embedding[token]
-//   per layer:  xn = rmsnorm(x) ; q|k|v = Wqkv xn ; RoPE(q, k) at pos ;
-//               append k, v to the session's cache ; a = attention(q, cache) ; x += Wo a ;
-//               xn = rmsnorm(x) ; gate|up = Wgate_up xn ; x += Wdown (silu(gate) * up)
-//   logits = Wout rmsnorm(x)
+// `decode` runs one token through the model, as llama2.c's forward() does, top to bottom;
+// the steps in [brackets] are those an architecture adds, each a named member function
+// that is a no-op where the config says the architecture lacks it:
+//   x = embedding[token] [x sqrt(dim)]                                      embed
+//   per layer:  xn = rmsnorm(x) ; q|k|v = Wqkv xn [+ biases] [rmsnorm per Q/K head] ;
+//               RoPE(q, k) at pos over rope_dim of each head, the layer's table
+//               [local or global; none in smollm3's no-RoPE layers]             attention_inputs
+//               append k, v to the session's cache ;
+//               a = attention(q, cache [last sliding_window positions in a local layer],
+//                             scale [, soft-cap]) ;                             layer_view
+//               x += [rmsnorm] (Wo a) ;                                         add_residual
+//               xn = rmsnorm(x) ; gate|up = Wgate_up xn ;
+//               x += [rmsnorm] (Wdown (act(gate) * up)), act SiLU [or tanh GELU] gated_activation
+//   logits = Wout rmsnorm(x) [soft-capped]                                   cap_logits
 // `prefill` runs the prompt's tokens through each layer together, in chunks of
 // `llama_options::max_prefill` rows: the same steps with the rows of X as the activations,
-// GEMMs (kernels/gemm.hpp) for the projections, RoPE per row at its position, and causal
-// prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache; the
-// classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for bit,
-// so prefill's logits differ from a loop of decodes only by the attention kernels'
+// GEMMs (kernels/gemm.hpp) for the projections, the per-row steps above per row, and
+// causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
+// the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
+// bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
 // summation order (tests bound it).
-// RoPE pairs adjacent elements (2i, 2i+1), as llama2.c and GGUF "llama" do (GGUF's
-// converter permutes Hugging Face's Q and K rows into that order).
+// RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
+// "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
+// the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
+// Local (sliding-window) layers share the cache with the global ones, which keeps every
+// position: their attention sees the last window of it (kv_sequence_view::windowed).
 //
 // Weights at make(): Q4_0 and Q4_K matrices (and Q8_0 ones on request) are repacked into
 // kernels/repack.hpp's interleaved layout (`llama_options::repack`), and Q/K/V, and gate/up, become one matrix
@@ -38,8 +50,9 @@
 //
 // Templates: the weight formats compiled in (model/weights.hpp), the KV element (kv/element.hpp)
 // and where the cache lives (core/storage.hpp); the executor is per call. Every size is
-// known from the config before anything is allocated (`llama_scratch`,
-// `llama_weight_arena_bytes`); after `make`, decode allocates nothing.
+// known from the config before anything is allocated (`llama_buffers::lay_out`, the one
+// place the scratch's buffers are named and sized, and `llama_weight_arena_bytes`); after
+// `make`, decode allocates nothing.
 //
 // Sessions are KV-cache sequences: several share the weights and the scratch (calls run
 // one at a time); `rollback` drops positions past a length (a rejected speculative draft),
@@ -103,35 +116,63 @@ struct llama_options {
   std::span<std::byte> weight_arena = {};  ///< llama_weight_arena_bytes, 64-byte aligned; empty: the model allocates it
 };
 
-/// The scratch of the forward pass, in floats, and the GEMV/GEMM workspace in bytes.
-struct llama_sizes {
-  std::size_t scratch_floats = 0;        ///< one decode step
-  std::size_t gemv_workspace_bytes = 0;  ///< one activation row
-  std::size_t attention_floats = 0;      ///< decode or prefill attention, the larger
-  std::size_t prefill_floats = 0;        ///< one prefill chunk of max_prefill rows
-  std::size_t gemm_workspace_bytes = 0;  ///< max_prefill activation rows
-};
+/// The forward pass's buffers, each named, as llama2.c's RunState names them: `lay_out`
+/// places them end to end in one float allocation and is the only place their sizes are
+/// stated (make() sizes the allocation by laying them out without one).
+struct llama_buffers {
+  // One decode step (one token).
+  vector_view<float> x;          ///< [dim] the residual stream
+  vector_view<float> xn;         ///< [dim] x normalised, the input of a block
+  vector_view<float> qkv;        ///< [q_dim + 2 kv_dim] Q|K|V
+  vector_view<float> att;        ///< [q_dim] attention output, all heads
+  vector_view<float> o;          ///< [dim] a block's output, before the residual add
+  vector_view<float> gate_up;    ///< [2 hidden_dim] gate|up
+  vector_view<float> logits;     ///< [vocab] decode's, and prefill's last row's
+  vector_view<float> cos, sin;   ///< [rope_dim] the global layers' RoPE table at the position
+  vector_view<float> cos_local, sin_local;  ///< [rope_dim] the local layers' (empty: no local layers)
+  vector_view<float> attention;  ///< decode or prefill attention workspace, the larger
+  // One prefill chunk: a row per token, max_prefill rows.
+  matrix_view<float> rows_x, rows_xn, rows_qkv, rows_att, rows_o, rows_gate_up;  ///< as above, per row
+  matrix_view<float> rows_q;     ///< [q_dim] Q after RoPE, gathered for attention
+  matrix_view<float> rows_cos, rows_sin, rows_cos_local, rows_sin_local;  ///< [rope_dim]
 
-/// What the forward pass needs besides the weights and the cache.
-template <class Formats>
-constexpr llama_sizes llama_scratch(const llama_config& c, std::size_t max_threads,
-                                    std::size_t max_prefill = llama_options{}.max_prefill) noexcept {
-  const std::size_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), head = c.head_dim();
-  const std::size_t threads = std::max<std::size_t>(1, max_threads), rows = std::max<std::size_t>(1, max_prefill);
-  llama_sizes s;
-  // x, xn, attention out, o (dim each); q|k|v (dim + 2 kv_dim); gate|up (2 hidden); logits
-  // (vocab); the rope table (2 x head_dim).
-  s.scratch_floats = 5 * dim + 2 * kv + 2 * hidden + c.vocab_size + 2 * head;
-  s.gemv_workspace_bytes = matvec_workspace_bytes<Formats>(std::max(dim, hidden));
-  const std::size_t splits = c.n_kv_heads == 0 ? 1 : (threads + c.n_kv_heads - 1) / c.n_kv_heads;
-  s.attention_floats =
-      std::max(attention::decode_workspace_floats(c.n_heads, head, splits),
-               c.n_kv_heads == 0 ? 0 : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads));
-  // Per row: the decode step's vectors but the logits, and q again, gathered for attention.
-  s.prefill_floats = rows * (6 * dim + 2 * kv + 2 * hidden + 2 * head);
-  s.gemm_workspace_bytes = matmul_workspace_bytes<Formats>(rows, std::max(dim, hidden));
-  return s;
-}
+  std::size_t floats = 0;                ///< all of the above
+  std::size_t gemv_workspace_bytes = 0;  ///< one activation row
+  std::size_t gemm_workspace_bytes = 0;  ///< max_prefill activation rows
+
+  /// The buffers of config `c` for up to `max_threads` threads and prefill chunks of
+  /// `max_prefill` rows, from `base` (null: only the sizes).
+  template <class Formats>
+  static llama_buffers lay_out(const llama_config& c, std::size_t max_threads, std::size_t max_prefill,
+                               float* base) noexcept {
+    const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
+    const std::size_t rope = c.rope_dim, local_rope = c.has_local_layers() ? rope : 0;
+    const std::size_t threads = std::max<std::size_t>(1, max_threads), rows = std::max<std::size_t>(1, max_prefill);
+    llama_buffers b;
+    const auto next = [&](std::size_t n) {
+      float* p = base == nullptr ? nullptr : base + b.floats;
+      b.floats += n;
+      return p;
+    };
+    const auto vector = [&](std::size_t n) { return vector_view<float>(next(n), n); };
+    const auto matrix = [&](std::size_t cols) { return matrix_view<float>(next(rows * cols), rows, cols); };
+    b.x = vector(dim), b.xn = vector(dim), b.qkv = vector(q_dim + 2 * kv), b.att = vector(q_dim), b.o = vector(dim);
+    b.gate_up = vector(2 * hidden), b.logits = vector(c.vocab_size);
+    b.cos = vector(rope), b.sin = vector(rope), b.cos_local = vector(local_rope), b.sin_local = vector(local_rope);
+    const std::size_t splits = c.n_kv_heads == 0 ? 1 : (threads + c.n_kv_heads - 1) / c.n_kv_heads;
+    b.attention = vector(std::max(
+        attention::decode_workspace_floats(c.n_heads, head, splits),
+        c.n_kv_heads == 0 ? 0 : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads)));
+    b.rows_x = matrix(dim), b.rows_xn = matrix(dim), b.rows_qkv = matrix(q_dim + 2 * kv), b.rows_att = matrix(q_dim);
+    b.rows_o = matrix(dim), b.rows_gate_up = matrix(2 * hidden), b.rows_q = matrix(q_dim);
+    b.rows_cos = matrix(rope), b.rows_sin = matrix(rope);
+    b.rows_cos_local = matrix(local_rope), b.rows_sin_local = matrix(local_rope);
+    const std::size_t widest = std::max({dim, hidden, q_dim});
+    b.gemv_workspace_bytes = matvec_workspace_bytes<Formats>(widest);
+    b.gemm_workspace_bytes = matmul_workspace_bytes<Formats>(rows, widest);
+    return b;
+  }
+};
 
 namespace detail {
 
@@ -303,9 +344,6 @@ class llama {
     const auto& c = weights.config;
     HEDGE_TRY(c.check());
     HEDGE_TRY(check_shapes(weights));
-    if (c.rope_dim != c.head_dim())
-      return error{errc::unsupported} << "RoPE over " << c.rope_dim << " of " << c.head_dim()
-                                      << " head dimensions (partial rotary) is not supported";
     if (c.head_dim() > attention::attention_max_head_dim)
       return error{errc::unsupported} << "head dimension " << c.head_dim() << " above the attention kernels' "
                                       << attention::attention_max_head_dim;
@@ -315,16 +353,21 @@ class llama {
     m.options_ = options;
     if (m.options_.context == 0) m.options_.context = c.context_length;
     HEDGE_TRY(m.arrange(weights, released));
-    m.sizes_ = llama_scratch<Formats>(c, options.max_threads, options.max_prefill);
+    // LongRoPE: the long factors for a context beyond the one the short ones were trained for.
+    const std::size_t original_context = c.rope_original_context != 0 ? c.rope_original_context : c.context_length;
+    m.rope_factors_ = !weights.rope_factors_long.empty() && m.options_.context > original_context
+                          ? weights.rope_factors_long
+                          : weights.rope_factors;
     auto cache = cache_type::make(kv::kv_dynamic_shape{c.n_layers, c.n_kv_heads, c.head_dim()},
                                   kv::kv_config{.max_sequences = options.max_sessions, .max_tokens = m.options_.context});
     if (!cache) return cache.error();
     m.cache_ = std::move(*cache);
-    auto scratch =
-        heap_storage<float>::make(m.sizes_.scratch_floats + m.sizes_.attention_floats + m.sizes_.prefill_floats);
+    const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options.max_threads, options.max_prefill, nullptr);
+    auto scratch = heap_storage<float>::make(sizes.floats);
     if (!scratch) return scratch.error();
     m.scratch_ = std::move(*scratch);
-    const std::size_t workspace_bytes = std::max(m.sizes_.gemv_workspace_bytes, m.sizes_.gemm_workspace_bytes);
+    m.buffers_ = llama_buffers::lay_out<Formats>(c, options.max_threads, options.max_prefill, m.scratch_.data());
+    const std::size_t workspace_bytes = std::max(sizes.gemv_workspace_bytes, sizes.gemm_workspace_bytes);
     auto workspace = heap_storage<std::byte>::make(std::max<std::size_t>(1, workspace_bytes));
     if (!workspace) return workspace.error();
     m.workspace_ = std::move(*workspace);
@@ -332,7 +375,7 @@ class llama {
   }
 
   [[nodiscard]] const llama_config& config() const noexcept { return weights_->config; }
-  [[nodiscard]] const llama_sizes& sizes() const noexcept { return sizes_; }
+  [[nodiscard]] const llama_buffers& buffers() const noexcept { return buffers_; }
   [[nodiscard]] std::size_t context() const noexcept { return options_.context; }
   [[nodiscard]] const cache_type& cache() const noexcept { return cache_; }
   /// Bytes of the repacked and fused matrices (in the caller's arena, or the model's).
@@ -394,8 +437,7 @@ class llama {
         return done.error();
       }
     }
-    const float* logits = scratch_.data() + logits_offset();
-    return std::span<const float>(logits, c.vocab_size);
+    return std::span<const float>(buffers_.logits.data(), c.vocab_size);
   }
 
   result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens) noexcept {
@@ -404,10 +446,88 @@ class llama {
   }
 
  private:
-  /// Where the decode scratch keeps the logits (prefill writes its last row's there too).
-  [[nodiscard]] std::size_t logits_offset() const noexcept {
+  // The steps of a layer that differ between architectures, each on one token's row and
+  // each a no-op where the config says the architecture lacks it (config.hpp's table).
+
+  /// x = embedding[token], times the embedding scale (Gemma: sqrt(dim)).
+  result<void> embed(std::int32_t token, vector_view<float> x) const noexcept {
+    HEDGE_TRY(dequantize_row<Formats>(embedding_, static_cast<std::size_t>(token), x));
+    if (weights_->config.embedding_scale != 1.0f) kernels::scale(x, weights_->config.embedding_scale, x);
+    return ok();
+  }
+
+  /// The RoPE tables of the global layers, and of the local ones where there are any.
+  result<void> rope_tables(std::uint64_t pos, vector_view<float> cos, vector_view<float> sin,
+                           vector_view<float> cos_local, vector_view<float> sin_local) const noexcept {
     const auto& c = weights_->config;
-    return 5 * std::size_t{c.dim} + 2 * c.kv_dim() + 2 * std::size_t{c.hidden_dim};
+    const kernels::rope_frequencies global{.base = c.rope_theta, .position_scale = c.rope_scale,
+                                           .factors = rope_factors_, .magnitude = c.rope_attention_factor};
+    HEDGE_TRY(kernels::rope_table(c.rope_layout, pos, global, cos, sin));
+    if (cos_local.empty()) return ok();
+    const kernels::rope_frequencies local{.base = c.rope_theta_local != 0.0f ? c.rope_theta_local : c.rope_theta,
+                                          .position_scale = c.rope_scale_local,
+                                          .factors = rope_factors_,
+                                          .magnitude = c.rope_attention_factor};
+    return kernels::rope_table(c.rope_layout, pos, local, cos_local, sin_local);
+  }
+
+  /// Q|K|V of one token as attention takes them: biases added (qwen2), each Q and K head
+  /// RMS-normalised (qwen3, gemma3), then rotated over the first rope_dim elements of each
+  /// head with the layer's table (none in smollm3's no-RoPE layers).
+  void attention_inputs(std::size_t l, vector_view<float> qkv, vector_view<const float> cos,
+                        vector_view<const float> sin) const noexcept {
+    const auto& c = weights_->config;
+    const llama_layer& y = weights_->layers[l];
+    const std::size_t q_dim = c.q_dim(), kv_dim = c.kv_dim(), head = c.head_dim();
+    const auto q = qkv.subview(0, q_dim), k = qkv.subview(q_dim, kv_dim), v = qkv.subview(q_dim + kv_dim, kv_dim);
+    if (c.qkv_bias) {
+      kernels::add(q, y.q_bias, q);
+      kernels::add(k, y.k_bias, k);
+      kernels::add(v, y.v_bias, v);
+    }
+    if (c.qk_norm) {
+      for (std::size_t h = 0; h < c.n_heads; ++h)
+        kernels::rmsnorm(q.subview(h * head, head), y.q_norm, c.norm_eps, q.subview(h * head, head));
+      for (std::size_t h = 0; h < c.n_kv_heads; ++h)
+        kernels::rmsnorm(k.subview(h * head, head), y.k_norm, c.norm_eps, k.subview(h * head, head));
+    }
+    if (!c.rotary_layer(static_cast<std::uint32_t>(l))) return;
+    kernels::rope(c.rope_layout, matrix_view<float>(q.data(), c.n_heads, c.rope_dim, head), cos, sin);
+    kernels::rope(c.rope_layout, matrix_view<float>(k.data(), c.n_kv_heads, c.rope_dim, head), cos, sin);
+  }
+
+  /// x += o, o RMS-normalised first where the architecture has post-block norms (Gemma).
+  void add_residual(vector_view<const float> post_norm, vector_view<float> o, vector_view<float> x) const noexcept {
+    if (!post_norm.empty()) kernels::rmsnorm(o, post_norm, weights_->config.norm_eps, o);
+    kernels::add(x, o, x);
+  }
+
+  /// gate = act(gate) * up: SwiGLU, or GeGLU with tanh GELU (Gemma).
+  void gated_activation(vector_view<float> gate, vector_view<const float> up) const noexcept {
+    if (weights_->config.activation == ffn_activation::silu) return kernels::silu_mul(gate, up, gate);
+    kernels::gelu(gate, gate);
+    kernels::mul(gate, up, gate);
+  }
+
+  /// c tanh(logits / c), the final soft-capping (Gemma 2).
+  void cap_logits(vector_view<float> logits) const noexcept {
+    const float cap = weights_->config.final_softcap;
+    if (cap == 0.0f) return;
+    for (float& z : logits) z = cap * std::tanh(z / cap);
+  }
+
+  [[nodiscard]] attention::attention_params attention_parameters() const noexcept {
+    const auto& c = weights_->config;
+    return {.scale = c.attention_scale != 0.0f ? c.attention_scale
+                                               : 1.0f / std::sqrt(static_cast<float>(c.head_dim())),
+            .softcap = c.attention_softcap};
+  }
+
+  /// The KV positions layer l attends to: the last sliding_window ones in a local layer.
+  template <class View>
+  [[nodiscard]] View layer_view(const View& seen, std::size_t l) const noexcept {
+    const auto& c = weights_->config;
+    return c.local_layer(static_cast<std::uint32_t>(l)) ? seen.windowed(c.sliding_window) : seen;
   }
 
   /// The forward pass of one token at `pos` (its cache position already reserved).
@@ -415,19 +535,11 @@ class llama {
   result<std::span<const float>> step(kv::kv_seq s, std::int32_t token, std::uint64_t pos, E& executor) noexcept {
     const auto& w = *weights_;
     const auto& c = w.config;
-    const std::size_t dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
-    float* p = scratch_.data();
-    const auto take = [&p](std::size_t n) {
-      vector_view<float> v(p, n);
-      p += n;
-      return v;
-    };
-    const auto x = take(dim), xn = take(dim), att = take(dim), o = take(dim), qkv = take(dim + 2 * kv_dim);
-    const auto gate_up = take(2 * hidden), logits = take(c.vocab_size), cos = take(head), sin = take(head);
-    const auto q = qkv.subview(0, dim), k = qkv.subview(dim, kv_dim), v = qkv.subview(dim + kv_dim, kv_dim);
-    const auto gate = gate_up.subview(0, hidden), up = gate_up.subview(hidden, hidden);
-    const vector_view<float> attention_workspace(p, sizes_.attention_floats);
-    const std::span<std::byte> ws(workspace_.data(), sizes_.gemv_workspace_bytes);
+    const llama_buffers& b = buffers_;
+    const std::size_t q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+    const auto q = b.qkv.subview(0, q_dim), k = b.qkv.subview(q_dim, kv_dim), v = b.qkv.subview(q_dim + kv_dim, kv_dim);
+    const auto gate = b.gate_up.subview(0, hidden), up = b.gate_up.subview(hidden, hidden);
+    const std::span<std::byte> ws(workspace_.data(), b.gemv_workspace_bytes);
     exec::serial serial;
     const auto matmul = [&](const weight_matrix& m, vector_view<const float> in, vector_view<float> out) {
       if (detail::stored_bytes<Formats>(m) < options_.parallel_min_bytes)
@@ -443,42 +555,44 @@ class llama {
       }
       return ok();
     };
-    const attention::attention_params params{.scale = 1.0f / std::sqrt(static_cast<float>(head))};
+    const attention::attention_params params = attention_parameters();
     const std::size_t threads = std::min(executor.concurrency(), std::max<std::size_t>(1, options_.max_threads));
 
-    HEDGE_TRY(dequantize_row<Formats>(embedding_, static_cast<std::size_t>(token), x));
-    HEDGE_TRY(kernels::rope_table(kernels::rope_layout::adjacent_pairs, pos, c.rope_theta, cos, sin));
+    HEDGE_TRY(embed(token, b.x));
+    HEDGE_TRY(rope_tables(pos, b.cos, b.sin, b.cos_local, b.sin_local));
     for (std::size_t l = 0; l < c.n_layers; ++l) {
-      const llama_layer& norms = w.layers[l];
+      const llama_layer& y = w.layers[l];
       const detail::layer_matrices& layer = layers_[l];
+      const bool local = c.local_layer(static_cast<std::uint32_t>(l));
       // Attention block.
-      kernels::rmsnorm(x, norms.attn_norm, c.norm_eps, xn);
-      HEDGE_TRY(project(layer.qkv, xn, qkv));
-      kernels::rope(kernels::rope_layout::adjacent_pairs, matrix_view<float>(q.data(), c.n_heads, head), cos, sin);
-      kernels::rope(kernels::rope_layout::adjacent_pairs, matrix_view<float>(k.data(), c.n_kv_heads, head), cos, sin);
+      kernels::rmsnorm(b.x, y.attn_norm, c.norm_eps, b.xn);
+      HEDGE_TRY(project(layer.qkv, b.xn, b.qkv));
+      attention_inputs(l, b.qkv, local ? b.cos_local : b.cos, local ? b.sin_local : b.sin);
       HEDGE_TRY(cache_.write(s, l, pos, k.span(), v.span()));
       auto seen = cache_.view(s);
       if (!seen) return seen.error();
-      // K and V of every position so far, counted at f32 (a quantized cache reads less).
-      const std::size_t kv_bytes = 2 * kv_dim * (pos + 1) * sizeof(float);
+      const auto kv = layer_view(*seen, l);
+      // K and V of every position seen, counted at f32 (a quantized cache reads less).
+      const std::size_t kv_bytes = 2 * kv_dim * (kv.end() - kv.begin()) * sizeof(float);
       if (threads == 1 || kv_bytes < options_.parallel_min_bytes) {
-        HEDGE_TRY(attention::decode_attention(*seen, l, q, att, params, attention_workspace, serial, 1));
+        HEDGE_TRY(attention::decode_attention(kv, l, q, b.att, params, b.attention, serial, 1));
       } else {
-        const std::size_t splits = attention::decode_splits(c.n_kv_heads, pos + 1, threads);
-        HEDGE_TRY(attention::decode_attention(*seen, l, q, att, params, attention_workspace, executor, splits));
+        const std::size_t splits = attention::decode_splits(c.n_kv_heads, kv.end() - kv.begin(), threads);
+        HEDGE_TRY(attention::decode_attention(kv, l, q, b.att, params, b.attention, executor, splits));
       }
-      HEDGE_TRY(matmul(layer.wo, att, o));
-      kernels::add(x, o, x);
-      // Feed-forward block (SwiGLU).
-      kernels::rmsnorm(x, norms.ffn_norm, c.norm_eps, xn);
-      HEDGE_TRY(project(layer.gate_up, xn, gate_up));
-      kernels::silu_mul(gate, up, gate);
-      HEDGE_TRY(matmul(layer.w_down, gate, o));
-      kernels::add(x, o, x);
+      HEDGE_TRY(matmul(layer.wo, b.att, b.o));
+      add_residual(y.post_attn_norm, b.o, b.x);
+      // Feed-forward block.
+      kernels::rmsnorm(b.x, y.ffn_norm, c.norm_eps, b.xn);
+      HEDGE_TRY(project(layer.gate_up, b.xn, b.gate_up));
+      gated_activation(gate, up);
+      HEDGE_TRY(matmul(layer.w_down, gate, b.o));
+      add_residual(y.post_ffn_norm, b.o, b.x);
     }
-    kernels::rmsnorm(x, w.output_norm, c.norm_eps, xn);
-    HEDGE_TRY(matmul(output_, xn, logits));
-    return std::span<const float>(logits.data(), logits.size());
+    kernels::rmsnorm(b.x, w.output_norm, c.norm_eps, b.xn);
+    HEDGE_TRY(matmul(output_, b.xn, b.logits));
+    cap_logits(b.logits);
+    return std::span<const float>(b.logits.data(), b.logits.size());
   }
 
   /// The forward pass of `tokens` at positions pos, pos + 1, ... (reserved in the cache),
@@ -488,28 +602,20 @@ class llama {
                              E& executor) noexcept {
     const auto& w = *weights_;
     const auto& c = w.config;
-    const std::size_t rows = tokens.size(), dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim,
-                      head = c.head_dim(), qkv_dim = dim + 2 * kv_dim;
-    float* p = scratch_.data() + sizes_.scratch_floats + sizes_.attention_floats;
-    const auto take = [&p, rows](std::size_t cols) {
-      matrix_view<float> m(p, rows, cols);
-      p += rows * cols;
-      return m;
-    };
-    const auto x = take(dim), xn = take(dim), q = take(dim), att = take(dim), o = take(dim), qkv = take(qkv_dim);
-    const auto gate_up = take(2 * hidden), cos = take(head), sin = take(head);
-    const auto logits = vector_view<float>(scratch_.data() + logits_offset(), c.vocab_size);
+    const llama_buffers& b = buffers_;
+    const std::size_t rows = tokens.size(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+    const auto chunk = [rows](matrix_view<float> m) { return m.row_range(0, rows); };
+    const auto x = chunk(b.rows_x), xn = chunk(b.rows_xn), qkv = chunk(b.rows_qkv), q = chunk(b.rows_q);
+    const auto att = chunk(b.rows_att), o = chunk(b.rows_o), gate_up = chunk(b.rows_gate_up);
+    const auto cos = chunk(b.rows_cos), sin = chunk(b.rows_sin);
+    const auto cos_local = chunk(b.rows_cos_local), sin_local = chunk(b.rows_sin_local);
     const auto all = [rows](matrix_view<float> m) { return vector_view<float>(m.data(), rows * m.cols()); };
-    const auto columns = [rows](matrix_view<float> m, std::size_t first, std::size_t count) {
-      return matrix_view<float>(m.data() + first, rows, count, m.stride());
-    };
-    const vector_view<float> attention_workspace(scratch_.data() + sizes_.scratch_floats, sizes_.attention_floats);
-    const std::span<std::byte> ws(workspace_.data(), sizes_.gemm_workspace_bytes);
+    const std::span<std::byte> ws(workspace_.data(), b.gemm_workspace_bytes);
     const auto project = [&](const detail::projection& m, matrix_view<const float> in,
                              matrix_view<float> out) -> result<void> {
       std::size_t at = 0;
       for (const weight_matrix& part : m.matrices()) {
-        HEDGE_TRY(matmul<Formats>(part, in, columns(out, at, part.rows), ws, executor));
+        HEDGE_TRY(matmul<Formats>(part, in, out.block(0, at, rows, part.rows), ws, executor));
         at += part.rows;
       }
       return ok();
@@ -517,49 +623,50 @@ class llama {
     const auto each_row = [rows](auto&& f) {
       for (std::size_t i = 0; i < rows; ++i) f(i);
     };
-    const attention::attention_params params{.scale = 1.0f / std::sqrt(static_cast<float>(head))};
+    const attention::attention_params params = attention_parameters();
     detail::at_most<E> capped{executor, std::max<std::size_t>(1, options_.max_threads)};
 
     for (std::size_t i = 0; i < rows; ++i) {
-      HEDGE_TRY(dequantize_row<Formats>(embedding_, static_cast<std::size_t>(tokens[i]), x.row(i)));
-      HEDGE_TRY(
-          kernels::rope_table(kernels::rope_layout::adjacent_pairs, pos + i, c.rope_theta, cos.row(i), sin.row(i)));
+      HEDGE_TRY(embed(tokens[i], x.row(i)));
+      HEDGE_TRY(rope_tables(pos + i, cos.row(i), sin.row(i), cos_local.row(i), sin_local.row(i)));
     }
     for (std::size_t l = 0; l < c.n_layers; ++l) {
-      const llama_layer& norms = w.layers[l];
+      const llama_layer& y = w.layers[l];
       const detail::layer_matrices& layer = layers_[l];
+      const bool local = c.local_layer(static_cast<std::uint32_t>(l));
       // Attention block.
-      each_row([&](std::size_t i) { kernels::rmsnorm(x.row(i), norms.attn_norm, c.norm_eps, xn.row(i)); });
+      each_row([&](std::size_t i) { kernels::rmsnorm(x.row(i), y.attn_norm, c.norm_eps, xn.row(i)); });
       HEDGE_TRY(project(layer.qkv, xn, qkv));
       for (std::size_t i = 0; i < rows; ++i) {
-        float* row = qkv.row(i).data();
-        kernels::rope(kernels::rope_layout::adjacent_pairs, matrix_view<float>(row, c.n_heads, head), cos.row(i),
-                      sin.row(i));
-        kernels::rope(kernels::rope_layout::adjacent_pairs, matrix_view<float>(row + dim, c.n_kv_heads, head),
-                      cos.row(i), sin.row(i));
-        std::copy(row, row + dim, q.row(i).data());
-        HEDGE_TRY(cache_.write(s, l, pos + i, {row + dim, kv_dim}, {row + dim + kv_dim, kv_dim}));
+        const auto row = qkv.row(i);
+        attention_inputs(l, row, local ? cos_local.row(i) : cos.row(i), local ? sin_local.row(i) : sin.row(i));
+        std::copy_n(row.data(), q_dim, q.row(i).data());
+        HEDGE_TRY(cache_.write(s, l, pos + i, row.subview(q_dim, kv_dim).span(),
+                               row.subview(q_dim + kv_dim, kv_dim).span()));
       }
       auto seen = cache_.view(s);
       if (!seen) return seen.error();
-      HEDGE_TRY(attention::prefill_attention(*seen, l, rows, all(q), all(att), params, attention_workspace, capped));
+      HEDGE_TRY(attention::prefill_attention(layer_view(*seen, l), l, rows, all(q), all(att), params, b.attention,
+                                             capped));
       HEDGE_TRY(matmul<Formats>(layer.wo, att, o, ws, executor));
-      kernels::add(all(x), all(o), all(x));
-      // Feed-forward block (SwiGLU).
-      each_row([&](std::size_t i) { kernels::rmsnorm(x.row(i), norms.ffn_norm, c.norm_eps, xn.row(i)); });
+      each_row([&](std::size_t i) { add_residual(y.post_attn_norm, o.row(i), x.row(i)); });
+      // Feed-forward block.
+      each_row([&](std::size_t i) { kernels::rmsnorm(x.row(i), y.ffn_norm, c.norm_eps, xn.row(i)); });
       HEDGE_TRY(project(layer.gate_up, xn, gate_up));
       each_row([&](std::size_t i) {
         const auto row = gate_up.row(i);
-        kernels::silu_mul(row.subview(0, hidden), row.subview(hidden, hidden), row.subview(0, hidden));
+        gated_activation(row.subview(0, hidden), row.subview(hidden, hidden));
       });
-      HEDGE_TRY(matmul<Formats>(layer.w_down, columns(gate_up, 0, hidden), o, ws, executor));
-      kernels::add(all(x), all(o), all(x));
+      HEDGE_TRY(matmul<Formats>(layer.w_down, gate_up.block(0, 0, rows, hidden), o, ws, executor));
+      each_row([&](std::size_t i) { add_residual(y.post_ffn_norm, o.row(i), x.row(i)); });
     }
     if (!last) return ok();
     const auto final_row = xn.row(rows - 1);
     kernels::rmsnorm(x.row(rows - 1), w.output_norm, c.norm_eps, final_row);
-    return matvec<Formats>(output_, final_row, logits,
-                           std::span<std::byte>(workspace_.data(), sizes_.gemv_workspace_bytes), executor);
+    HEDGE_TRY(matvec<Formats>(output_, final_row, b.logits,
+                              std::span<std::byte>(workspace_.data(), b.gemv_workspace_bytes), executor));
+    cap_logits(b.logits);
+    return ok();
   }
 
   /// Packs the repacked and fused matrices into the weight arena (the caller's or a new one).
@@ -589,10 +696,11 @@ class llama {
     return ok();
   }
 
-  /// Every matrix and norm has the config's shape.
+  /// Every matrix and vector has the config's shape, and those the architecture has are there.
   static result<void> check_shapes(const llama_weights& w) noexcept {
     const auto& c = w.config;
-    const std::size_t dim = c.dim, kv = c.kv_dim(), hidden = c.hidden_dim, vocab = c.vocab_size;
+    const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim,
+                      vocab = c.vocab_size, head = c.head_dim();
     const auto matrix = [](const weight_matrix& m, std::size_t rows, std::size_t cols, const char* name,
                            std::size_t layer) -> result<void> {
       if (m.data == nullptr || m.rows != rows || m.cols != cols)
@@ -607,35 +715,49 @@ class llama {
       if (!known) return error{known.error().code()} << name << " of layer " << layer << ": " << known.error().message();
       return ok();
     };
-    const auto norm = [dim](vector_view<const float> n, const char* name, std::size_t layer) -> result<void> {
-      if (n.data() == nullptr || n.size() != dim)
-        return error{errc::shape_mismatch} << name << " of layer " << layer << " has " << n.size() << " weights, the config needs "
-                                           << dim;
+    // A vector the architecture has (`present`) of `size` weights, or one it lacks (empty).
+    const auto vector = [](vector_view<const float> n, bool present, std::size_t size, const char* name,
+                           std::size_t layer) -> result<void> {
+      if (!present && !n.empty())
+        return error{errc::invalid_argument} << name << " of layer " << layer << " given to an architecture without it";
+      if (present && (n.data() == nullptr || n.size() != size))
+        return error{errc::shape_mismatch} << name << " of layer " << layer << " has " << n.size()
+                                           << " weights, the config needs " << size;
       return ok();
     };
     if (w.layers.size() != c.n_layers)
       return error{errc::shape_mismatch} << w.layers.size() << " layers of weights, the config has " << c.n_layers;
     HEDGE_TRY(matrix(w.token_embedding, vocab, dim, "token embedding", 0));
     HEDGE_TRY(matrix(w.output, vocab, dim, "output", 0));
-    HEDGE_TRY(norm(w.output_norm, "output norm", 0));
+    HEDGE_TRY(vector(w.output_norm, true, dim, "output norm", 0));
+    HEDGE_TRY(vector(w.rope_factors, !w.rope_factors.empty(), c.rope_dim / 2, "RoPE frequency factors", 0));
+    HEDGE_TRY(vector(w.rope_factors_long, !w.rope_factors_long.empty(), c.rope_dim / 2, "LongRoPE long factors", 0));
     for (std::size_t l = 0; l < c.n_layers; ++l) {
       const auto& y = w.layers[l];
-      HEDGE_TRY(norm(y.attn_norm, "attention norm", l));
-      HEDGE_TRY(norm(y.ffn_norm, "feed-forward norm", l));
-      HEDGE_TRY(matrix(y.wq, dim, dim, "wq", l));
+      HEDGE_TRY(vector(y.attn_norm, true, dim, "attention norm", l));
+      HEDGE_TRY(vector(y.ffn_norm, true, dim, "feed-forward norm", l));
+      HEDGE_TRY(matrix(y.wq, q_dim, dim, "wq", l));
       HEDGE_TRY(matrix(y.wk, kv, dim, "wk", l));
       HEDGE_TRY(matrix(y.wv, kv, dim, "wv", l));
-      HEDGE_TRY(matrix(y.wo, dim, dim, "wo", l));
+      HEDGE_TRY(matrix(y.wo, dim, q_dim, "wo", l));
       HEDGE_TRY(matrix(y.w_gate, hidden, dim, "w_gate", l));
       HEDGE_TRY(matrix(y.w_up, hidden, dim, "w_up", l));
       HEDGE_TRY(matrix(y.w_down, dim, hidden, "w_down", l));
+      HEDGE_TRY(vector(y.q_bias, c.qkv_bias, q_dim, "Q bias", l));
+      HEDGE_TRY(vector(y.k_bias, c.qkv_bias, kv, "K bias", l));
+      HEDGE_TRY(vector(y.v_bias, c.qkv_bias, kv, "V bias", l));
+      HEDGE_TRY(vector(y.q_norm, c.qk_norm, head, "Q norm", l));
+      HEDGE_TRY(vector(y.k_norm, c.qk_norm, head, "K norm", l));
+      HEDGE_TRY(vector(y.post_attn_norm, c.post_norms, dim, "post-attention norm", l));
+      HEDGE_TRY(vector(y.post_ffn_norm, c.post_norms, dim, "post-feed-forward norm", l));
     }
     return ok();
   }
 
   const llama_weights* weights_ = nullptr;
   llama_options options_;
-  llama_sizes sizes_;
+  llama_buffers buffers_;
+  vector_view<const float> rope_factors_;  ///< the weights' rope_factors, or LongRoPE's long ones (make())
   std::vector<detail::layer_matrices> layers_;
   weight_matrix embedding_, output_;
   heap_storage<std::byte> arena_;

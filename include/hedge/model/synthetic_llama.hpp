@@ -1,5 +1,7 @@
-// hedge/model/synthetic_llama.hpp: a random llama checkpoint added to a GGUF writer: the
-// general.* and llama.* keys and every tensor, each in the type asked for. The caller adds
+// hedge/model/synthetic_llama.hpp: a random checkpoint of one of the architectures hedge
+// runs (model/config.hpp) added to a GGUF writer: the general.* and <arch>.* keys and every
+// tensor the architecture has (its biases, Q/K norms, post-block norms, fused Phi-3
+// projections, RoPE factors), each matrix in the type asked for. The caller adds
 // the vocabulary (tokenizer.ggml.*) and writes the file. hedge's synthetic models all come
 // from here: the tests' (against a float64 reference, and files a reader must refuse), the
 // benchmarks' TinyLlama-shaped files (which scripts/compare-llamacpp.sh also hands to
@@ -28,6 +30,7 @@
 
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/model/gguf_llama.hpp"
 #include "hedge/model/gguf_writer.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/weights.hpp"
@@ -42,6 +45,16 @@ struct synthetic_llama {
   std::uint32_t vocab = 48;    ///< rows of the embedding and the classifier: the caller's vocabulary's size
   std::uint32_t rope_dim = 0;  ///< llama.rope.dimension_count; 0: key absent (the head size)
 
+  /// general.architecture (config.hpp's list): the keys are `<architecture>.*`, and the
+  /// tensors those the architecture has (gguf_llama.hpp's apply_architecture).
+  std::string architecture = "llama";
+  std::uint32_t head_dim = 0;        ///< attention.key_length and value_length; 0: keys absent (dim / heads)
+  float rope_theta = 10000.0f;       ///< rope.freq_base
+  float rope_scaling = 0.0f;         ///< rope.scaling.factor (linear); 0: key absent
+  bool rope_factors = false;         ///< rope_freqs.weight (Phi-3: rope_factors_long/short and attn_factor)
+  std::uint32_t sliding_window = 0;  ///< attention.sliding_window; 0: key absent
+  std::uint32_t sliding_pattern = 0; ///< attention.sliding_window_pattern; 0: key absent
+
   quant::gguf_type embedding = quant::gguf_type::f32;
   quant::gguf_type attention = quant::gguf_type::f32;  ///< attn_q, attn_k, attn_output
   quant::gguf_type value = quant::gguf_type::f32;      ///< attn_v
@@ -55,8 +68,9 @@ struct synthetic_llama {
   /// A file a reader must refuse: each names one tensor, or is empty.
   struct defect_list {
     std::string missing;    ///< not written
-    std::string extra_row;  ///< written with one row too many
+    std::string extra_row;  ///< written with one row (a vector: one element) too many
     std::string f16_norm;   ///< a norm written as F16
+    std::uint32_t block_count = 0;  ///< written as <arch>.block_count instead of `layers`; 0: none
   } defects{};
 
   /// Every matrix in `type` (the classifier too, unless shared).
@@ -131,22 +145,41 @@ result<void> add_synthetic_llama(gguf_writer& w, const synthetic_llama& s, synth
                                  E&& executor = E{}) {
   // Any shape is written, one the model must refuse too; only zero heads has no K/V width.
   if (s.heads == 0) return error{errc::invalid_argument} << "a synthetic llama needs at least one head";
-  w.add("general.architecture", "llama").add("general.name", std::string_view(s.name));
+  const detail::architecture_entry* entry = nullptr;
+  for (const auto& a : detail::architectures)
+    if (a.name == s.architecture) entry = &a;
+  if (entry == nullptr)
+    return error{errc::invalid_argument} << "a synthetic " << s.architecture << ": no such architecture";
+  llama_config traits;
+  detail::apply_architecture(entry->architecture, traits);
+  const bool phi3 = entry->architecture == model_architecture::phi3;
+  const bool shared = s.shared_classifier || entry->architecture == model_architecture::gemma2;
+
+  const std::string arch = s.architecture;
+  const auto key = [&](const char* suffix) { return arch + "." + suffix; };
+  w.add("general.architecture", std::string_view(arch)).add("general.name", std::string_view(s.name));
   w.add("general.file_type", detail::llama_file_type(s.attention));
   w.add("general.quantization_version", std::uint32_t{2});
-  w.add("llama.context_length", s.context).add("llama.embedding_length", s.dim);
-  w.add("llama.block_count", s.layers).add("llama.feed_forward_length", s.hidden_dim);
-  w.add("llama.attention.head_count", s.heads).add("llama.attention.head_count_kv", s.kv_heads);
-  if (s.rope_dim != 0) w.add("llama.rope.dimension_count", s.rope_dim);
-  w.add("llama.rope.freq_base", 10000.0f).add("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add(key("context_length"), s.context).add(key("embedding_length"), s.dim);
+  w.add(key("block_count"), s.defects.block_count != 0 ? s.defects.block_count : s.layers);
+  w.add(key("feed_forward_length"), s.hidden_dim);
+  w.add(key("attention.head_count"), s.heads).add(key("attention.head_count_kv"), s.kv_heads);
+  if (s.head_dim != 0) w.add(key("attention.key_length"), s.head_dim).add(key("attention.value_length"), s.head_dim);
+  if (s.rope_dim != 0) w.add(key("rope.dimension_count"), s.rope_dim);
+  w.add(key("rope.freq_base"), s.rope_theta).add(key("attention.layer_norm_rms_epsilon"), 1e-5f);
+  if (s.rope_scaling != 0.0f) w.add(key("rope.scaling.type"), "linear").add(key("rope.scaling.factor"), s.rope_scaling);
+  if (s.sliding_window != 0) w.add(key("attention.sliding_window"), s.sliding_window);
+  if (s.sliding_pattern != 0) w.add(key("attention.sliding_window_pattern"), s.sliding_pattern);
+  if (s.rope_factors && phi3)
+    w.add(key("rope.scaling.attn_factor"), 1.19f).add(key("rope.scaling.original_context_length"), s.context / 2);
 
   std::uint64_t tensor = 0;
-  // A vector (a norm) when rows is 0: one row of cols values, written 1-D.
+  // A vector when rows is 0: one row of cols values, written 1-D.
   const auto add = [&](const std::string& name, quant::gguf_type type, std::size_t rows, std::size_t cols,
                        float center, float half_width) -> result<void> {
     ++tensor;
     if (name == s.defects.missing) return ok();
-    if (name == s.defects.extra_row) ++rows;
+    if (name == s.defects.extra_row) ++(rows == 0 ? cols : rows);  // a vector gets one more element
     auto made = detail::synthetic_rows(type, rows == 0 ? 1 : rows, cols, center, half_width,
                                        s.seed * 1000003u + tensor, executor);
     if (!made) return error{made.error().code()} << name << ": " << made.error().message();
@@ -161,25 +194,58 @@ result<void> add_synthetic_llama(gguf_writer& w, const synthetic_llama& s, synth
   const auto matrix = [&](const std::string& name, quant::gguf_type type, std::size_t rows, std::size_t cols) {
     return add(name, type, rows, cols, 0.0f, std::sqrt(3.0f / static_cast<float>(cols)));
   };
-  const auto norm = [&](const std::string& name) {
-    return add(name, name == s.defects.f16_norm ? quant::gguf_type::f16 : quant::gguf_type::f32, 0, s.dim, 1.0f, 0.1f);
+  const auto norm_of = [&](const std::string& name, std::size_t size) {
+    return add(name, name == s.defects.f16_norm ? quant::gguf_type::f16 : quant::gguf_type::f32, 0, size, 1.0f, 0.1f);
   };
-  const std::size_t kv_dim = std::size_t{s.dim} / s.heads * s.kv_heads;
+  const auto norm = [&](const std::string& name) { return norm_of(name, s.dim); };
+  // Biases of the scale of the projections' outputs; RoPE factors in [1, 4] (Llama 3.1's
+  // run from 1 to 8), so every pair's frequency moves.
+  const auto bias = [&](const std::string& name, std::size_t size) {
+    return add(name, quant::gguf_type::f32, 0, size, 0.0f, 0.5f);
+  };
+  const std::size_t head = s.head_dim != 0 ? s.head_dim : s.dim / s.heads;
+  const std::size_t q_dim = head * s.heads, kv_dim = head * s.kv_heads;
+  const std::size_t rope_pairs = (s.rope_dim != 0 ? s.rope_dim : head) / 2;
   HEDGE_TRY(add("token_embd.weight", s.embedding, s.vocab, s.dim, 0.0f, std::sqrt(3.0f)));
+  if (s.rope_factors && phi3) {
+    HEDGE_TRY(add("rope_factors_long.weight", quant::gguf_type::f32, 0, rope_pairs, 2.5f, 1.5f));
+    HEDGE_TRY(add("rope_factors_short.weight", quant::gguf_type::f32, 0, rope_pairs, 2.5f, 1.5f));
+  } else if (s.rope_factors) {
+    HEDGE_TRY(add("rope_freqs.weight", quant::gguf_type::f32, 0, rope_pairs, 2.5f, 1.5f));
+  }
   for (std::uint32_t l = 0; l < s.layers; ++l) {
     const std::string blk = "blk." + std::to_string(l) + ".";
     HEDGE_TRY(norm(blk + "attn_norm.weight"));
-    HEDGE_TRY(matrix(blk + "attn_q.weight", s.attention, s.dim, s.dim));
-    HEDGE_TRY(matrix(blk + "attn_k.weight", s.attention, kv_dim, s.dim));
-    HEDGE_TRY(matrix(blk + "attn_v.weight", s.value, kv_dim, s.dim));
-    HEDGE_TRY(matrix(blk + "attn_output.weight", s.attention, s.dim, s.dim));
+    if (phi3) {
+      HEDGE_TRY(matrix(blk + "attn_qkv.weight", s.attention, q_dim + 2 * kv_dim, s.dim));
+    } else {
+      HEDGE_TRY(matrix(blk + "attn_q.weight", s.attention, q_dim, s.dim));
+      HEDGE_TRY(matrix(blk + "attn_k.weight", s.attention, kv_dim, s.dim));
+      HEDGE_TRY(matrix(blk + "attn_v.weight", s.value, kv_dim, s.dim));
+    }
+    if (traits.qkv_bias) {
+      HEDGE_TRY(bias(blk + "attn_q.bias", q_dim));
+      HEDGE_TRY(bias(blk + "attn_k.bias", kv_dim));
+      HEDGE_TRY(bias(blk + "attn_v.bias", kv_dim));
+    }
+    if (traits.qk_norm) {
+      HEDGE_TRY(norm_of(blk + "attn_q_norm.weight", head));
+      HEDGE_TRY(norm_of(blk + "attn_k_norm.weight", head));
+    }
+    HEDGE_TRY(matrix(blk + "attn_output.weight", s.attention, s.dim, q_dim));
+    if (traits.post_norms) HEDGE_TRY(norm(blk + "post_attention_norm.weight"));
     HEDGE_TRY(norm(blk + "ffn_norm.weight"));
-    HEDGE_TRY(matrix(blk + "ffn_gate.weight", s.gate_up, s.hidden_dim, s.dim));
-    HEDGE_TRY(matrix(blk + "ffn_up.weight", s.gate_up, s.hidden_dim, s.dim));
+    if (phi3) {
+      HEDGE_TRY(matrix(blk + "ffn_up.weight", s.gate_up, 2 * std::size_t{s.hidden_dim}, s.dim));
+    } else {
+      HEDGE_TRY(matrix(blk + "ffn_gate.weight", s.gate_up, s.hidden_dim, s.dim));
+      HEDGE_TRY(matrix(blk + "ffn_up.weight", s.gate_up, s.hidden_dim, s.dim));
+    }
     HEDGE_TRY(matrix(blk + "ffn_down.weight", s.down, s.dim, s.hidden_dim));
+    if (traits.post_norms) HEDGE_TRY(norm(blk + "post_ffw_norm.weight"));
   }
   HEDGE_TRY(norm("output_norm.weight"));
-  if (!s.shared_classifier) HEDGE_TRY(matrix("output.weight", s.output, s.vocab, s.dim));
+  if (!shared) HEDGE_TRY(matrix("output.weight", s.output, s.vocab, s.dim));
   return ok();
 }
 

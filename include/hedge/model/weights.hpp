@@ -247,10 +247,14 @@ result<weight_matrix> pack_matrices(std::span<const weight_matrix> parts, bool i
   return packed;
 }
 
-/// One decoder layer.
+/// One decoder layer. The vectors an architecture does not have are empty (config.hpp
+/// says which it has).
 struct llama_layer {
   vector_view<const float> attn_norm, ffn_norm;          ///< [dim]
   weight_matrix wq, wk, wv, wo, w_gate, w_up, w_down;  ///< [out][in]
+  vector_view<const float> q_bias, k_bias, v_bias;       ///< [q_dim], [kv_dim], [kv_dim] (qkv_bias)
+  vector_view<const float> q_norm, k_norm;               ///< [head_dim] (qk_norm)
+  vector_view<const float> post_attn_norm, post_ffn_norm;  ///< [dim] (post_norms)
 };
 
 /// A llama model's weights: views into a file's bytes (or a load-time arena), which must
@@ -261,6 +265,11 @@ struct llama_weights {
   std::vector<llama_layer> layers;
   vector_view<const float> output_norm;  ///< [dim]
   weight_matrix output;                  ///< [vocab][dim]: the embedding itself when shared
+  /// [rope_dim / 2] divisors of each pair's RoPE frequency (llama.cpp's rope_freqs, or
+  /// LongRoPE's short factors); empty: none.
+  vector_view<const float> rope_factors;
+  /// LongRoPE's long factors [rope_dim / 2], for contexts above config.rope_original_context; empty: none.
+  vector_view<const float> rope_factors_long;
 };
 
 /// A llama2.c checkpoint's weights (float32; w1 is the gate, w3 the up projection).
@@ -270,9 +279,16 @@ inline llama_weights llama2c_weights(const llama2c_checkpoint& c) {
   w.token_embedding = weight_matrix::of(c.token_embedding());
   for (std::size_t l = 0; l < w.config.n_layers; ++l) {
     const auto v = c.layer(l);
-    w.layers.push_back({v.rms_att, v.rms_ffn, weight_matrix::of(v.wq), weight_matrix::of(v.wk), weight_matrix::of(v.wv),
-                        weight_matrix::of(v.wo), weight_matrix::of(v.w1), weight_matrix::of(v.w3),
-                        weight_matrix::of(v.w2)});
+    llama_layer& y = w.layers.emplace_back();
+    y.attn_norm = v.rms_att;
+    y.ffn_norm = v.rms_ffn;
+    y.wq = weight_matrix::of(v.wq);
+    y.wk = weight_matrix::of(v.wk);
+    y.wv = weight_matrix::of(v.wv);
+    y.wo = weight_matrix::of(v.wo);
+    y.w_gate = weight_matrix::of(v.w1);
+    y.w_up = weight_matrix::of(v.w3);
+    y.w_down = weight_matrix::of(v.w2);
   }
   w.output_norm = c.rms_final();
   w.output = weight_matrix::of(c.classifier());
@@ -339,48 +355,121 @@ result<llama_weights> quantize_weights(const llama_weights& w, std::span<std::by
   return q;
 }
 
-/// A GGUF llama's weights (llama.cpp's tensor names: token_embd, blk.N.attn_norm,
-/// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm,
-/// output; output absent = the embedding is the classifier). Norms must be F32; matrices
-/// may be any type, checked against the model's formats when the model is made.
+namespace detail {
+/// Rows [first, first + count) of the row-major matrix `m`: a view of its bytes.
+inline result<weight_matrix> matrix_rows(const weight_matrix& m, std::size_t first, std::size_t count) {
+  std::size_t row_bytes = 0;
+  HEDGE_TRY(model::visit_format<all_weight_formats>(m.type, [&](auto format) -> result<void> {
+    row_bytes = quant::row_bytes<decltype(format)>(m.cols);
+    return ok();
+  }));
+  return weight_matrix{m.type, m.data + first * row_bytes, count, m.cols};
+}
+}  // namespace detail
+
+/// A GGUF model's weights, by llama.cpp's tensor names: token_embd, output_norm, output
+/// (absent: the embedding classifies), rope_freqs or rope_factors_long/_short, and per
+/// layer blk.N.attn_norm, attn_q, attn_k, attn_v (or one attn_qkv holding the three),
+/// attn_q/k/v biases, attn_q_norm, attn_k_norm, attn_output, attn_post_norm, ffn_norm,
+/// ffn_gate and ffn_up (or one ffn_up holding gate then up), ffn_down, post_ffw_norm;
+/// which ones a file must have is its architecture's (config.hpp). Every tensor's shape is
+/// checked against the config here, and a mismatch names the tensor; vectors must be F32;
+/// matrices may be any type, checked against the model's formats when the model is made.
+/// Nothing is sized by the file's counts before they are checked against its tensors.
 inline result<llama_weights> gguf_weights(const gguf_file& file) {
   llama_weights w;
   auto config = read_llama_config(file);
   if (!config) return config.error();
   w.config = *config;
-  const auto matrix = [&](const std::string& name, bool required, weight_matrix& out) -> result<void> {
+  const llama_config& c = w.config;
+  // A layer has at least 6 tensors (two norms, Q|K|V, output, up, down): a block_count
+  // the file cannot hold is refused before the layers are allocated.
+  constexpr std::uint64_t least_layer_tensors = 6;
+  if (c.n_layers > file.tensor_count() / least_layer_tensors)
+    return error{errc::parse_error} << "GGUF: block_count " << c.n_layers << " needs at least "
+                                    << least_layer_tensors * c.n_layers << " tensors, the file holds "
+                                    << file.tensor_count();
+  const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
+  const auto shape_error = [](std::string_view name) {
+    error e{errc::shape_mismatch};
+    e << "GGUF: tensor ";
+    return detail::append_name(e, name);
+  };
+  // A matrix of `rows` x `cols`.
+  const auto matrix = [&](const std::string& name, std::size_t rows, std::size_t cols, bool required,
+                          weight_matrix& out) -> result<void> {
     const auto t = file.find_tensor(name);
     if (!t) {
-      if (required) return error{errc::parse_error} << "GGUF llama: tensor " << name << " is missing";
+      if (required) return error{errc::parse_error} << "GGUF: tensor " << name << " is missing";
       return ok();
     }
-    if (t->n_dims > 2) return error{errc::shape_mismatch} << "GGUF llama: tensor " << name << " has " << t->n_dims << " dims";
+    if (t->n_dims > 2 || t->dims[0] != cols || t->rows() != rows)
+      return shape_error(name) << " is " << t->dims[0] << "x" << t->rows() << " (" << t->n_dims
+                               << " dims), the config needs " << cols << "x" << rows;
     out = {t->type, t->bytes.data(), static_cast<std::size_t>(t->rows()), static_cast<std::size_t>(t->dims[0])};
     return ok();
   };
-  const auto norm = [&](const std::string& name, vector_view<const float>& out) -> result<void> {
+  const auto vector = [&](const std::string& name, std::size_t size, bool required,
+                          vector_view<const float>& out) -> result<void> {
+    if (!required && !file.find_tensor(name)) return ok();
     auto v = file.vector<quant::f32>(name);
-    if (!v) return error{v.error().code()} << "GGUF llama: norm " << name << ": " << v.error().message();
+    if (!v) return error{v.error().code()} << "GGUF: " << name << ": " << v.error().message();
+    if (v->size() != size)
+      return shape_error(name) << " has " << v->size() << " weights, the config needs " << size;
     out = *v;
     return ok();
   };
-  HEDGE_TRY(matrix("token_embd.weight", true, w.token_embedding));
-  HEDGE_TRY(norm("output_norm.weight", w.output_norm));
-  HEDGE_TRY(matrix("output.weight", false, w.output));
+  HEDGE_TRY(matrix("token_embd.weight", c.vocab_size, dim, true, w.token_embedding));
+  HEDGE_TRY(vector("output_norm.weight", dim, true, w.output_norm));
+  if (!c.shared_classifier) HEDGE_TRY(matrix("output.weight", c.vocab_size, dim, true, w.output));
   if (w.output.data == nullptr) w.output = w.token_embedding;
-  w.layers.resize(w.config.n_layers);
-  for (std::size_t l = 0; l < w.config.n_layers; ++l) {
+  HEDGE_TRY(vector("rope_freqs.weight", c.rope_dim / 2, false, w.rope_factors));
+  if (w.rope_factors.empty()) HEDGE_TRY(vector("rope_factors_short.weight", c.rope_dim / 2, false, w.rope_factors));
+  HEDGE_TRY(vector("rope_factors_long.weight", c.rope_dim / 2, false, w.rope_factors_long));
+
+  w.layers.reserve(c.n_layers);
+  for (std::size_t l = 0; l < c.n_layers; ++l) {
     const std::string blk = "blk." + std::to_string(l) + ".";
-    auto& y = w.layers[l];
-    HEDGE_TRY(norm(blk + "attn_norm.weight", y.attn_norm));
-    HEDGE_TRY(norm(blk + "ffn_norm.weight", y.ffn_norm));
-    HEDGE_TRY(matrix(blk + "attn_q.weight", true, y.wq));
-    HEDGE_TRY(matrix(blk + "attn_k.weight", true, y.wk));
-    HEDGE_TRY(matrix(blk + "attn_v.weight", true, y.wv));
-    HEDGE_TRY(matrix(blk + "attn_output.weight", true, y.wo));
-    HEDGE_TRY(matrix(blk + "ffn_gate.weight", true, y.w_gate));
-    HEDGE_TRY(matrix(blk + "ffn_up.weight", true, y.w_up));
-    HEDGE_TRY(matrix(blk + "ffn_down.weight", true, y.w_down));
+    llama_layer& y = w.layers.emplace_back();
+    HEDGE_TRY(vector(blk + "attn_norm.weight", dim, true, y.attn_norm));
+    HEDGE_TRY(vector(blk + "ffn_norm.weight", dim, true, y.ffn_norm));
+    if (file.find_tensor(blk + "attn_q.weight") || !file.find_tensor(blk + "attn_qkv.weight")) {
+      HEDGE_TRY(matrix(blk + "attn_q.weight", q_dim, dim, true, y.wq));
+      HEDGE_TRY(matrix(blk + "attn_k.weight", kv, dim, true, y.wk));
+      HEDGE_TRY(matrix(blk + "attn_v.weight", kv, dim, true, y.wv));
+    } else {  // Q, K and V rows in one tensor (Phi-3)
+      weight_matrix qkv;
+      HEDGE_TRY(matrix(blk + "attn_qkv.weight", q_dim + 2 * kv, dim, true, qkv));
+      auto q = detail::matrix_rows(qkv, 0, q_dim), k = detail::matrix_rows(qkv, q_dim, kv),
+           v = detail::matrix_rows(qkv, q_dim + kv, kv);
+      if (!q || !k || !v) return error{errc::unsupported} << blk << "attn_qkv.weight: its format has no GEMV";
+      y.wq = *q, y.wk = *k, y.wv = *v;
+    }
+    HEDGE_TRY(matrix(blk + "attn_output.weight", dim, q_dim, true, y.wo));
+    if (file.find_tensor(blk + "ffn_gate.weight") || c.architecture != model_architecture::phi3) {
+      HEDGE_TRY(matrix(blk + "ffn_gate.weight", hidden, dim, true, y.w_gate));
+      HEDGE_TRY(matrix(blk + "ffn_up.weight", hidden, dim, true, y.w_up));
+    } else {  // gate rows, then up rows, in ffn_up (Phi-3)
+      weight_matrix gate_up;
+      HEDGE_TRY(matrix(blk + "ffn_up.weight", 2 * hidden, dim, true, gate_up));
+      auto gate = detail::matrix_rows(gate_up, 0, hidden), up = detail::matrix_rows(gate_up, hidden, hidden);
+      if (!gate || !up) return error{errc::unsupported} << blk << "ffn_up.weight: its format has no GEMV";
+      y.w_gate = *gate, y.w_up = *up;
+    }
+    HEDGE_TRY(matrix(blk + "ffn_down.weight", dim, hidden, true, y.w_down));
+    if (c.qkv_bias) {
+      HEDGE_TRY(vector(blk + "attn_q.bias", q_dim, true, y.q_bias));
+      HEDGE_TRY(vector(blk + "attn_k.bias", kv, true, y.k_bias));
+      HEDGE_TRY(vector(blk + "attn_v.bias", kv, true, y.v_bias));
+    }
+    if (c.qk_norm) {
+      HEDGE_TRY(vector(blk + "attn_q_norm.weight", head, true, y.q_norm));
+      HEDGE_TRY(vector(blk + "attn_k_norm.weight", head, true, y.k_norm));
+    }
+    if (c.post_norms) {
+      HEDGE_TRY(vector(blk + "post_attention_norm.weight", dim, true, y.post_attn_norm));
+      HEDGE_TRY(vector(blk + "post_ffw_norm.weight", dim, true, y.post_ffn_norm));
+    }
   }
   return w;
 }
