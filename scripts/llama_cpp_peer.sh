@@ -4,6 +4,10 @@
 # hedge and never run by CI: it computes reference data (token ids) that the tests commit.
 #
 #   scripts/llama_cpp_peer.sh tokenize MODEL.gguf TEXTS.jsonl > IDS.jsonl
+#   scripts/llama_cpp_peer.sh quant-reference > tests/quant/data/ggml_quant_reference.txt
+#
+# quant-reference runs scripts/ggml_quant_reference.py on the package's libggml-base.so:
+# ggml's own reference quantizers' bytes for the format tests.
 #
 # JavaScript strings cannot carry invalid UTF-8, so texts given as bytes go through a small
 # C++ helper (build/llama-cpp-peer/bin/tokenize-bytes) linked against the package's own
@@ -15,10 +19,13 @@ package=$peer/node_modules/node-llama-cpp
 
 if [ ! -d "$package" ]; then
   mkdir -p "$peer"
-  npm install --prefix "$peer" --no-audit --no-fund --ignore-scripts node-llama-cpp >&2
+  npm install --prefix "$peer" --no-audit --no-fund --ignore-scripts node-llama-cpp@3.22.1 >&2
 fi
 
 bins=$peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ "${1:-}" = quant-reference ]; then
+  exec python3 "$root/scripts/ggml_quant_reference.py" "$bins/libggml-base.so"
+fi
 helper=$peer/bin/tokenize-bytes
 if [ ! -x "$helper" ] && [ -d "$bins" ]; then
   if [ ! -d "$peer/llama.cpp" ]; then
