@@ -70,16 +70,16 @@ HEDGE_TARGET_AVX2 inline void prefetch_next_tile(const Block* w, std::size_t str
   }
 }
 
-/// The R (<= 4) products d_w[r] * d_x of block b, one vcvtph2ps for all rows,
-/// and each broadcast to 8 lanes. They go through memory because a broadcast
-/// from memory is a load, not a shuffle competing with the dot products for
-/// the vector ALUs. The same float multiply whatever R is.
+/// The R (<= 4) products d_w[r] * d_x of block b (or of another fp16 field of the
+/// block: Q5_1's m), one vcvtph2ps for all rows, and each broadcast to 8 lanes. They go
+/// through memory because a broadcast from memory is a load, not a shuffle competing
+/// with the dot products for the vector ALUs. The same float multiply whatever R is.
 template <int R, class Block>
 HEDGE_TARGET_AVX2 inline void row_scales(const Block* w, std::size_t stride, std::size_t b, float dx,
-                                         __m256 (&scale)[R]) noexcept {
+                                         __m256 (&scale)[R], hedge::f16 Block::*field = &Block::d) noexcept {
   static_assert(R <= 4);
   std::uint64_t bits = 0;
-  for (int r = 0; r < R; ++r) bits |= std::uint64_t{w[static_cast<std::size_t>(r) * stride + b].d.bits} << (16 * r);
+  for (int r = 0; r < R; ++r) bits |= std::uint64_t{(w[static_cast<std::size_t>(r) * stride + b].*field).bits} << (16 * r);
   alignas(16) float products[4];
   _mm_store_ps(products, _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi64x(0, static_cast<long long>(bits))), _mm_set1_ps(dx)));
   for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
@@ -160,14 +160,15 @@ HEDGE_TARGET_AVX2 void gemv_tile(const quant::q5_1::block* w, std::size_t stride
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256 x_sums = _mm256_cvtepi32_ps(dot_u8s8_i32(ones, xq));  // sum of x, in 8 lanes
     const float dx = to_float(x[b].d);
-    __m256 scale[R];
+    __m256 scale[R], min_scale[R];
     row_scales<R>(w, stride, b, dx, scale);
+    row_scales<R>(w, stride, b, dx, min_scale, &quant::q5_1::block::m);
     for (int r = 0; r < R; ++r) {
       prefetch_next_tile(w, stride, r, b);
       const quant::q5_1::block& wb = w[static_cast<std::size_t>(r) * stride + b];
       const __m256i levels = _mm256_or_si256(unpack_nibbles_16(wb.qs), fifth_bits_32(wb.qh));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8_i32(levels, xq)), scale[r], acc[r]);
-      acc[r] = _mm256_fmadd_ps(x_sums, _mm256_set1_ps(to_float(wb.m) * dx), acc[r]);
+      acc[r] = _mm256_fmadd_ps(x_sums, min_scale[r], acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);

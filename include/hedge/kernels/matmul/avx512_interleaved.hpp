@@ -72,13 +72,15 @@ struct tile_group {
   }
 };
 
-/// Row r's 32 levels into the quads of an unpacked Q5 group.
-template <class Format, class Group>
-void pack_q5_levels(Group& dst, std::size_t r, const typename Format::block& src) noexcept {
+/// Row r's 32 levels (nibbles or-ed with the fifth bits, as the AVX2 GEMV makes them)
+/// into the quads of an unpacked Q5 group.
+template <class Group, class Block>
+HEDGE_TARGET_AVX512VNNI inline void pack_q5_levels(Group& dst, std::size_t r, const Block& src) noexcept {
   dst.d[r] = src.d;
-  for (std::size_t e = 0; e < 32; ++e) {
-    dst.qs[32 * (e / 4) + 4 * r + e % 4] = static_cast<std::uint8_t>(Format::level(src, e));
-  }
+  alignas(32) std::uint8_t levels[32];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(levels),
+                     _mm256_or_si256(avx2::unpack_nibbles_16(src.qs), avx2::fifth_bits_32(src.qh)));
+  for (std::size_t j = 0; j < 8; ++j) std::memcpy(dst.qs + 32 * j + 4 * r, levels + 4 * j, 4);
 }
 
 template <>
@@ -87,8 +89,8 @@ struct tile_group<quant::q5_0> {
     hedge::f16 d[interleave_rows];
     std::uint8_t qs[interleave_rows * 32];
   };
-  static void pack(block& dst, std::size_t r, const quant::q5_0::block& src) noexcept {
-    pack_q5_levels<quant::q5_0>(dst, r, src);
+  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_0::block& src) noexcept {
+    pack_q5_levels(dst, r, src);
   }
 };
 
@@ -99,8 +101,8 @@ struct tile_group<quant::q5_1> {
     hedge::f16 m[interleave_rows];
     std::uint8_t qs[interleave_rows * 32];
   };
-  static void pack(block& dst, std::size_t r, const quant::q5_1::block& src) noexcept {
-    pack_q5_levels<quant::q5_1>(dst, r, src);
+  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_1::block& src) noexcept {
+    pack_q5_levels(dst, r, src);
     dst.m[r] = src.m;
   }
 };
