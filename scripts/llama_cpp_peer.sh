@@ -5,6 +5,13 @@
 #
 #   scripts/llama_cpp_peer.sh tokenize MODEL.gguf TEXTS.jsonl > IDS.jsonl
 #   scripts/llama_cpp_peer.sh greedy-logits MODEL.gguf N ID... > IDS_AND_LOGITS.txt
+#   scripts/llama_cpp_peer.sh quant-reference > tests/quant/data/ggml_quant_reference.txt
+#   scripts/llama_cpp_peer.sh quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0
+#
+# quant-reference runs scripts/ggml_quant_reference.py on the package's libggml-base.so:
+# ggml's own reference quantizers' bytes for the format tests. quantize runs
+# llama_model_quantize (llama-quantize's library call, no importance matrix) through a
+# second small helper, build/llama-cpp-peer/bin/quantize.
 #
 # JavaScript strings cannot carry invalid UTF-8, so texts given as bytes go through a small
 # C++ helper (build/llama-cpp-peer/bin/tokenize-bytes) linked against the package's own
@@ -16,10 +23,13 @@ package=$peer/node_modules/node-llama-cpp
 
 if [ ! -d "$package" ]; then
   mkdir -p "$peer"
-  npm install --prefix "$peer" --no-audit --no-fund --ignore-scripts node-llama-cpp >&2
+  npm install --prefix "$peer" --no-audit --no-fund --ignore-scripts node-llama-cpp@3.22.1 >&2
 fi
 
 bins=$peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ "${1:-}" = quant-reference ]; then
+  exec python3 "$root/scripts/ggml_quant_reference.py" "$bins/libggml-base.so"
+fi
 helper=$peer/bin/tokenize-bytes
 # (re)built when absent or when the source below changed
 if [ -d "$bins" ]; then
@@ -164,6 +174,47 @@ fi
 if [ "${1:-}" = greedy-logits ]; then
   shift
   exec "$greedy" "$@"
+fi
+
+quantizer=$peer/bin/quantize
+if [ "${1:-}" = quantize ]; then
+  if [ ! -x "$quantizer" ]; then
+    cat > "$peer/quantize.cpp" <<'CPP'
+// The llama.cpp peer's quantizer: llama_model_quantize with llama-quantize's defaults.
+//   quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0
+#include <cstdio>
+#include <cstring>
+
+#include "llama.h"
+
+int main(int argc, char** argv) {
+  const struct { const char* name; llama_ftype ftype; } mixes[] = {
+      {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}};
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  bool known = false;
+  for (const auto& m : mixes) {
+    if (argc == 4 && std::strcmp(argv[3], m.name) == 0) {
+      params.ftype = m.ftype;
+      known = true;
+    }
+  }
+  if (!known) {
+    std::fprintf(stderr, "usage: quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0\n");
+    return 2;
+  }
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  llama_backend_init();
+  params.nthread = 1;
+  return llama_model_quantize(argv[1], argv[2], &params) == 0 ? 0 : 1;
+}
+CPP
+    g++ -std=c++17 -O2 -o "$quantizer" "$peer/quantize.cpp" \
+      -I "$peer/llama.cpp/include" -I "$peer/llama.cpp/ggml/include" \
+      "$(ls "$bins"/libllama.v*.so | head -n 1)" -Wl,-rpath,"$bins" >&2
+  fi
+  shift
+  exec "$quantizer" "$@"
 fi
 
 export HEDGE_LLAMA_CPP_TOKENIZE_BYTES=$helper

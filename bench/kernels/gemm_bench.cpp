@@ -21,6 +21,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace {
@@ -90,7 +93,8 @@ void register_format() {
       register_variant<W, hedge::arch::avx512vnni, layout::repacked>(m);
       register_variant<W, hedge::arch::avx2, layout::repacked>(m);
     }
-    if constexpr (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0>) {
+    if constexpr (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0> || std::is_same_v<W, q::q5_0> ||
+                  std::is_same_v<W, q::q5_1>) {
       register_variant<W, hedge::arch::avx512vnni, layout::gguf>(m);  // packs on the fly
     }
     register_variant<W, hedge::arch::avx2, layout::gguf>(m);
@@ -108,7 +112,10 @@ void register_format() {
 const bool registered = [] {
   register_format<q::q4_0>();
   register_format<q::q8_0>();
+  register_format<q::q5_0>();
+  register_format<q::q5_1>();
   register_format<q::q4_k>();
+  register_format<q::q5_k>();
   register_format<q::f16>();
   register_format<q::bf16>();
   register_format<q::f32>();

@@ -25,6 +25,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
@@ -143,7 +146,10 @@ void register_format() {
 const bool registered = [] {
   register_format<q::q4_0>();
   register_format<q::q8_0>();
+  register_format<q::q5_0>();
+  register_format<q::q5_1>();
   register_format<q::q4_k>();
+  register_format<q::q5_k>();
   register_format<q::q6_k>();
   register_format<q::f16>();
   register_format<q::bf16>();

@@ -22,6 +22,9 @@
 #include "hedge/os/thread_pool.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "kernels/matmul_support.hpp"
 #include "support/alloc_counter.hpp"
@@ -84,7 +87,13 @@ using Variants = ::testing::Types<
     variant<q::f16, hedge::arch::neon>, variant<q::bf16, hedge::arch::neon>,
     variant<q::q8_0, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::neon_dotprod>,
     variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q6_k, hedge::arch::neon_dotprod>,
-    variant<q::q4_0, hedge::arch::best>, variant<q::q6_k, hedge::arch::best>>;
+    variant<q::q4_0, hedge::arch::best>, variant<q::q6_k, hedge::arch::best>,
+    variant<q::q5_0, hedge::arch::scalar>, variant<q::q5_1, hedge::arch::scalar>, variant<q::q5_k, hedge::arch::scalar>,
+    variant<q::q5_0, hedge::arch::avx2>, variant<q::q5_1, hedge::arch::avx2>, variant<q::q5_k, hedge::arch::avx2>,
+    variant<q::q5_0, hedge::arch::avx512vnni>, variant<q::q5_1, hedge::arch::avx512vnni>,
+    variant<q::q5_k, hedge::arch::avx512vnni>, variant<q::q5_0, hedge::arch::neon>, variant<q::q5_1, hedge::arch::neon>,
+    variant<q::q5_k, hedge::arch::neon>, variant<q::q5_0, hedge::arch::neon_dotprod>,
+    variant<q::q5_1, hedge::arch::neon_dotprod>, variant<q::q5_k, hedge::arch::neon_dotprod>>;
 TYPED_TEST_SUITE(Gemv, Variants);
 
 /// K values to test: multiples of the block, including ones that are not

@@ -115,12 +115,12 @@ struct stories_gguf {
   gguf_file parsed = *gguf_file::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
 };
 
-/// stories260K re-quantized to `type` as hedge-quantize writes it: the new file's bytes.
-std::vector<std::byte> quantized_stories(const stories_gguf& g, hedge::quant::gguf_type type) {
+/// stories260K re-quantized to `mix` as hedge-quantize writes it: the new file's bytes.
+std::vector<std::byte> quantized_stories(const stories_gguf& g, quant_mix mix) {
   gguf_writer writer;
   quantized_storage storage;
   std::vector<std::byte> bytes;
-  EXPECT_TRUE(quantize_gguf(g.parsed, type, writer, storage).ok());
+  EXPECT_TRUE(quantize_gguf(g.parsed, mix, writer, storage).ok());
   EXPECT_TRUE(writer.write(bytes).ok());
   return bytes;
 }
@@ -173,10 +173,9 @@ TEST(LlamaForward, QuantizedFilesGiveLlamaCppsGreedyIds) {
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
   const std::vector<std::int32_t> prompt{1, 403, 407, 261, 378};  // BOS "Once upon a time"
-  for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
-                                   std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
-                                   std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
-    const auto bytes = quantized_stories(g, type);
+  for (const auto& [name, mix] : {std::pair{"q8_0", quant_mix::q8_0}, std::pair{"q4_0", quant_mix::q4_0},
+                                  std::pair{"q4_k_m", quant_mix::q4_k_m}, std::pair{"q5_k_m", quant_mix::q5_k_m}}) {
+    const auto bytes = quantized_stories(g, mix);
     const auto aligned = hedge::test::aligned_copy(bytes);
     const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
     ASSERT_TRUE(file.ok()) << file.error().message();
@@ -299,10 +298,9 @@ TEST(LlamaForward, PrefillEqualsTheDecodeLoop) {
 TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
-  for (const auto& [name, type] : {std::pair{"q8_0", hedge::quant::gguf_type::q8_0},
-                                   std::pair{"q4_0", hedge::quant::gguf_type::q4_0},
-                                   std::pair{"q4_k", hedge::quant::gguf_type::q4_k}}) {
-    const auto bytes = quantized_stories(g, type);
+  for (const auto& [name, mix] : {std::pair{"q8_0", quant_mix::q8_0}, std::pair{"q4_0", quant_mix::q4_0},
+                                  std::pair{"q4_k_m", quant_mix::q4_k_m}, std::pair{"q5_k_m", quant_mix::q5_k_m}}) {
+    const auto bytes = quantized_stories(g, mix);
     const auto aligned = hedge::test::aligned_copy(bytes);
     const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
     ASSERT_TRUE(file.ok()) << file.error().message();
@@ -327,17 +325,18 @@ TEST(LlamaForward, RepackedAndFusedQuantizedWeightsPrefillAsTheyDecode) {
                 name, repacked, prefilled);
     EXPECT_LT(repacked, 1e-5);
     EXPECT_LT(prefilled, 1e-5);
-    // By default Q8_0 keeps the file's layout (its GEMV decodes no faster repacked).
+    // By default Q8_0 keeps the file's layout (its GEMV decodes no faster repacked), and
+    // the K-quant mixes of stories260K hold Q5_0/Q5_1, Q8_0 and F16: no interleaved layout.
     auto by_default = llama<>::make(*w, {.context = 64});
     ASSERT_TRUE(by_default.ok());
-    EXPECT_EQ(by_default->weight_arena_bytes() > 0, type != hedge::quant::gguf_type::q8_0) << name;
+    EXPECT_EQ(by_default->weight_arena_bytes() > 0, mix == quant_mix::q4_0) << name;
   }
 }
 
 TEST(LlamaForward, MakeReportsTheBytesItNoLongerReads) {
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
-  const auto bytes = quantized_stories(g, hedge::quant::gguf_type::q4_0);
+  const auto bytes = quantized_stories(g, quant_mix::q4_0);
   auto aligned = hedge::test::aligned_copy(bytes);
   std::byte* const data = reinterpret_cast<std::byte*>(aligned.data());
   const auto file = gguf_file::parse({data, bytes.size()});
@@ -379,7 +378,7 @@ TEST(LlamaForward, AMappedFileWithItsPackedTensorsReleased) {
   // the packed tensors released; the logits are those of the model read from memory.
   SKIP_WITHOUT_MODELS();
   const stories_gguf g;
-  const auto bytes = quantized_stories(g, hedge::quant::gguf_type::q4_0);
+  const auto bytes = quantized_stories(g, quant_mix::q4_0);
   const std::string path = ::testing::TempDir() + "hedge_forward_released.gguf";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                               static_cast<std::streamsize>(bytes.size()));

@@ -211,6 +211,8 @@ std::vector<forward_case> forward_cases() {
   // llama.cpp's Q4_K_M mix: Q6_K for attn_v, ffn_down and the classifier, F32 norms.
   synthetic_llama q4_k_m = typed(head64_group2, gguf_type::q4_k);
   q4_k_m.value = q4_k_m.down = q4_k_m.output = gguf_type::q6_k;
+  synthetic_llama q5_k_m = typed(head64_group2, gguf_type::q5_k);
+  q5_k_m.value = q5_k_m.down = q5_k_m.output = gguf_type::q6_k;
   // Rows of 288 are Q8_0 or F32 only: down projection F32, the rest Q8_0; and the reverse.
   synthetic_llama f32_down = typed(head128_group4, gguf_type::q8_0);
   f32_down.down = gguf_type::f32;
@@ -228,6 +230,9 @@ std::vector<forward_case> forward_cases() {
       make_case("head64_group2_q4_k", typed(head64_group2, gguf_type::q4_k), quantized_tolerance),
       make_case("head64_group2_q6_k_shared", typed(head64_group2, gguf_type::q6_k, true), quantized_tolerance),
       make_case("head64_group2_q4_k_m", q4_k_m, quantized_tolerance),
+      make_case("head64_group2_q5_k_m", q5_k_m, quantized_tolerance),
+      make_case("head16_group4_q5_0", typed(head16_group4, gguf_type::q5_0), quantized_tolerance),
+      make_case("head8_group1_q5_1_shared", typed(head8_group1, gguf_type::q5_1, true), quantized_tolerance),
       make_case("head128_group2_bf16", typed(head128_group2, gguf_type::bf16), float_tolerance),
       make_case("head128_group2_q8_0", typed(head128_group2, gguf_type::q8_0), quantized_tolerance),
       make_case("head128_group4_q8_0_f32_down", f32_down, quantized_tolerance),

@@ -14,6 +14,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -291,7 +294,8 @@ TEST(Q6_K, AlternatingSignsPreferAnUnclampedFit) {
 
 template <class F>
 class EveryFormat : public ::testing::Test {};
-using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q4_k, q::q6_k, q::q8_k, q::f32, q::f16, q::bf16>;
+using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q5_0, q::q5_1, q::q4_k, q::q5_k, q::q6_k, q::q8_k, q::f32,
+                                 q::f16, q::bf16>;
 TYPED_TEST_SUITE(EveryFormat, Formats);
 
 /// Largest |error| allowed after a round trip of values in [-amax, amax]: half a
@@ -304,7 +308,10 @@ float step_bound(float amax) {
   if constexpr (std::is_same_v<F, q::q8_0>) return amax / 127.f * (0.5f + 127.f * 0x1p-11f);
   if constexpr (std::is_same_v<F, q::q8_k>) return amax / 127.f * 0.5f * 1.01f;
   if constexpr (std::is_same_v<F, q::q4_0>) return amax / 8.f * 1.01f;  // the far end is a whole step off
+  if constexpr (std::is_same_v<F, q::q5_0>) return amax / 16.f * 1.01f;
+  if constexpr (std::is_same_v<F, q::q5_1>) return 2.f * amax / 31.f * (0.5f + 31.f * 0x1p-11f) + amax * 0x1p-11f;
   if constexpr (std::is_same_v<F, q::q4_k>) return 2.f * amax / 15.f;
+  if constexpr (std::is_same_v<F, q::q5_k>) return 2.f * amax / 31.f;
   if constexpr (std::is_same_v<F, q::q6_k>) return amax / 31.f;
   if constexpr (std::is_same_v<F, q::f32>) return 0.f;
   if constexpr (std::is_same_v<F, q::f16>) return amax * 0x1p-11f;

@@ -1,8 +1,9 @@
 // hedge-quantize: re-quantizes a GGUF file's float weight matrices with hedge's reference
-// quantizers, keeping its metadata and the tensors llama.cpp's quantize keeps (which tensor
-// becomes what: hedge/model/gguf_quantize.hpp). Prints one line per converted tensor.
+// quantizers into one of llama.cpp's mixes, keeping its metadata and the tensors
+// llama.cpp's quantize keeps (which tensor becomes what: hedge/model/gguf_quantize.hpp).
+// Prints one line per converted tensor.
 //
-//   hedge-quantize IN.gguf OUT.gguf q8_0|q4_0|q4_k
+//   hedge-quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0
 //
 // Exit status: 0 done (--help included), 1 the input cannot be read or the output written
 // (the message names the file and the reason), 2 a usage error.
@@ -20,9 +21,11 @@
 namespace {
 
 constexpr const char* usage_text =
-    "usage: hedge-quantize IN.gguf OUT.gguf q8_0|q4_0|q4_k\n"
-    "re-quantizes the F32/F16/BF16 weight matrices of IN.gguf into OUT.gguf (metadata and\n"
-    "norms kept; output.weight Q6_K for q4_0/q4_k, as llama.cpp does)\n"
+    "usage: hedge-quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0\n"
+    "re-quantizes the F32/F16/BF16 weight matrices of IN.gguf into OUT.gguf as llama.cpp's\n"
+    "llama-quantize mix of that name does (metadata and norms kept; output.weight Q6_K, and\n"
+    "for Q4_K_M/Q5_K_M attn_v and ffn_down Q6_K on the layers llama-quantize picks; rows\n"
+    "that are not whole 256-blocks fall back to Q5_0/Q5_1/Q8_0, and F16)\n"
     "exit status: 0 done, 1 an input or output error, 2 a usage error\n";
 
 int usage_error(const std::string& message) {
@@ -39,18 +42,14 @@ int fail(const hedge::error& e) {
 
 int main(int argc, char** argv) {
   using namespace hedge;
-  using quant::gguf_type;
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   for (const auto a : args)
     if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
   if (args.size() != 3) return usage_error("expected IN.gguf OUT.gguf TYPE");
   const std::string in(args[0]), out(args[1]);
   if (in.empty() || out.empty()) return usage_error("empty file name");
-  gguf_type wanted;
-  if (args[2] == "q8_0") wanted = gguf_type::q8_0;
-  else if (args[2] == "q4_0") wanted = gguf_type::q4_0;
-  else if (args[2] == "q4_k") wanted = gguf_type::q4_k;
-  else return usage_error("unknown type '" + std::string(args[2]) + "' (q8_0, q4_0 or q4_k)");
+  const auto mix = model::parse_quant_mix(args[2]);
+  if (!mix) return usage_error("unknown mix '" + std::string(args[2]) + "' (Q4_K_M, Q5_K_M, Q8_0 or Q4_0)");
 
   auto mapped = os::mapped_file::open(in);
   if (!mapped) return fail(mapped.error());
@@ -58,7 +57,7 @@ int main(int argc, char** argv) {
   if (!file) return fail(error{file.error().code()} << in << ": " << file.error().message());
   model::gguf_writer writer;
   model::quantized_storage storage;
-  const auto converted = model::quantize_gguf(*file, wanted, writer, storage);
+  const auto converted = model::quantize_gguf(*file, *mix, writer, storage);
   if (!converted) return fail(error{converted.error().code()} << in << ": " << converted.error().message());
   std::vector<std::byte> bytes;
   if (auto w = writer.write(bytes); !w) return fail(error{w.error().code()} << out << ": " << w.error().message());

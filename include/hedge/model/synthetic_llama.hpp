@@ -101,7 +101,10 @@ constexpr std::uint32_t llama_file_type(quant::gguf_type type) noexcept {
     case quant::gguf_type::f16: return 1;
     case quant::gguf_type::q4_0: return 2;
     case quant::gguf_type::q8_0: return 7;
+    case quant::gguf_type::q5_0: return 8;
+    case quant::gguf_type::q5_1: return 9;
     case quant::gguf_type::q4_k: return 15;  // Q4_K_M
+    case quant::gguf_type::q5_k: return 17;  // Q5_K_M
     case quant::gguf_type::q6_k: return 18;
     case quant::gguf_type::bf16: return 32;
     default: return 0;

@@ -43,6 +43,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
@@ -53,8 +56,8 @@ template <quant::BlockFormat... Fs>
 struct weight_formats {};
 
 /// Every format hedge has a GEMV for.
-using all_weight_formats =
-    weight_formats<quant::f32, quant::f16, quant::bf16, quant::q8_0, quant::q4_0, quant::q4_k, quant::q6_k>;
+using all_weight_formats = weight_formats<quant::f32, quant::f16, quant::bf16, quant::q8_0, quant::q4_0, quant::q5_0,
+                                          quant::q5_1, quant::q4_k, quant::q5_k, quant::q6_k>;
 
 /// A weight matrix: `rows` x `cols` elements of format `type`, `cols` a multiple of the
 /// format's block size; row-major, or in 8-row groups when `interleaved` (repack.hpp).

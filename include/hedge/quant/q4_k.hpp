@@ -82,8 +82,21 @@ struct q4_k {
     return out;
   }
 
-  static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
-    std::uint8_t levels[block_elements];
+  /// make_qkx2_quants' search: candidate inverse scales (nmax + rmin + rdelta * i) / (max - min), i = 0..steps.
+  struct fit_search {
+    float rmin;
+    float rdelta;
+    int steps;
+  };
+
+  /// The super-block quantizer Q4_K and Q5_K share (ggml's quantize_row_q4_K_ref and
+  /// quantize_row_q5_K_ref differ only in the level range and the search parameters):
+  /// fits each sub-block with fit_scale_min<Nmax>, stores d, dmin and the packed 6-bit
+  /// scales and mins in `out`, and writes the 256 levels (in [0, Nmax]) recomputed
+  /// with the stored scales.
+  template <int Nmax, class Block>
+  static void quantize_levels(std::span<const float, block_elements> x, const fit_search& search, Block& out,
+                              std::uint8_t (&levels)[block_elements]) noexcept {
     float scales[sub_blocks];
     float mins[sub_blocks];
     float max_scale = 0.f;
@@ -95,7 +108,7 @@ struct q4_k {
       const float rms = std::sqrt(sum_x2 / 32.f);
       float weights[sub_elements];
       for (std::size_t l = 0; l < sub_elements; ++l) weights[l] = rms + std::fabs(sub[l]);
-      scales[j] = fit_scale_min(sub, weights, levels + j * sub_elements, mins[j]);
+      scales[j] = fit_scale_min<Nmax>(sub, weights, search, levels + j * sub_elements, mins[j]);
       if (scales[j] > max_scale) max_scale = scales[j];
       if (mins[j] > max_min) max_min = mins[j];
     }
@@ -126,9 +139,14 @@ struct q4_k {
       const float dm = f16_to_f32(out.dmin) * static_cast<float>(sm.min);
       for (std::size_t l = 0; l < sub_elements; ++l) {
         const int level = detail::nearest_int((x[j * sub_elements + l] + dm) / d);
-        levels[j * sub_elements + l] = static_cast<std::uint8_t>(level < 0 ? 0 : level > 15 ? 15 : level);
+        levels[j * sub_elements + l] = static_cast<std::uint8_t>(level < 0 ? 0 : level > Nmax ? Nmax : level);
       }
     }
+  }
+
+  static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
+    std::uint8_t levels[block_elements];
+    quantize_levels<15>(x, {-1.f, 0.1f, 20}, out, levels);
     for (std::size_t g = 0; g < block_elements / 64; ++g) {
       for (std::size_t l = 0; l < 32; ++l) {
         out.qs[g * 32 + l] = static_cast<std::uint8_t>(levels[g * 64 + l] | (levels[g * 64 + 32 + l] << 4));
@@ -157,15 +175,16 @@ struct q4_k {
     return u < 63 ? u : std::uint8_t{63};
   }
 
-  /// Weighted least-squares fit of x ~ scale * level + min, level in [0, 15]
-  /// (ggml's make_qkx2_quants with Q4_K's parameters: rmin -1, rdelta 0.1,
-  /// 20 steps, squared error). Writes the levels, returns the scale and sets
-  /// `neg_min` to -min (>= 0).
-  static float fit_scale_min(const float* x, const float* weights, std::uint8_t* levels, float& neg_min) noexcept {
+  /// Weighted least-squares fit of x ~ scale * level + min, level in [0, Nmax]
+  /// (ggml's make_qkx2_quants, squared error). Writes the levels, returns the
+  /// scale and sets `neg_min` to -min (>= 0).
+  template <int Nmax>
+  static float fit_scale_min(const float* x, const float* weights, const fit_search& search, std::uint8_t* levels,
+                             float& neg_min) noexcept {
     constexpr int n = static_cast<int>(sub_elements);
-    constexpr int nmax = 15;
-    constexpr float rmin = -1.f, rdelta = 0.1f;
-    constexpr int steps = 20;
+    constexpr int nmax = Nmax;
+    const float rmin = search.rmin, rdelta = search.rdelta;
+    const int steps = search.steps;
     float min = x[0];
     float max = x[0];
     float sum_w = weights[0];
@@ -187,7 +206,7 @@ struct q4_k {
     float scale = 1.f / inverse;
     float best_error = 0.f;
     for (int i = 0; i < n; ++i) {
-      levels[i] = clamp_level(detail::nearest_int(inverse * (x[i] - min)));
+      levels[i] = clamp_level<Nmax>(detail::nearest_int(inverse * (x[i] - min)));
       float diff = scale * static_cast<float>(levels[i]) + min - x[i];
       diff = diff * diff;
       best_error += weights[i] * diff;
@@ -197,7 +216,7 @@ struct q4_k {
       inverse = (rmin + rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
       float sum_l = 0.f, sum_l2 = 0.f, sum_xl = 0.f;
       for (int i = 0; i < n; ++i) {
-        trial[i] = clamp_level(detail::nearest_int(inverse * (x[i] - min)));
+        trial[i] = clamp_level<Nmax>(detail::nearest_int(inverse * (x[i] - min)));
         const float w = weights[i];
         const float l = static_cast<float>(trial[i]);
         sum_l += w * l;
@@ -230,8 +249,9 @@ struct q4_k {
     return scale;
   }
 
+  template <int Nmax>
   static std::uint8_t clamp_level(int l) noexcept {
-    return static_cast<std::uint8_t>(l < 0 ? 0 : l > 15 ? 15 : l);
+    return static_cast<std::uint8_t>(l < 0 ? 0 : l > Nmax ? Nmax : l);
   }
 };
 

@@ -1,6 +1,7 @@
 // hedge/kernels/matmul/avx2_gemm.hpp: AVX2 GEMM microkernels for the GGUF
-// layout: Q4_K, and the float formats F32/F16/BF16 (Q4_0/Q8_0 prefill uses
-// the interleaved layout instead).
+// layout: Q4_K and Q5_K (the Q4_K tile with the fifth bits or-ed in, as the GEMV
+// tile does), and the float formats F32/F16/BF16 (Q4_0/Q8_0 prefill uses the
+// interleaved layout instead).
 //
 // Tile: 1 weight row x M (<= 4) activation rows. Per super-block the 6-bit
 // scales/mins are unpacked and each 32-byte group of nibbles is split and its
@@ -26,15 +27,17 @@
 #include "hedge/kernels/matmul/scalar.hpp"
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q8_k.hpp"
 
 namespace hedge::kernels::matmul {
 
 namespace avx2 {
 
-template <int M>
-HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t blocks,
-                                      const activation_row<quant::q4_k>* x, float* y, std::size_t y_stride) noexcept {
+template <int M, class W>
+HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const typename W::block* w, std::size_t blocks, const activation_row<W>* x,
+                                      float* y, std::size_t y_stride) noexcept {
+  constexpr bool fifth_bit = std::is_same_v<W, quant::q5_k>;
   __m256 acc[M];
   __m128 acc_min[M];
   for (int m = 0; m < M; ++m) {
@@ -43,16 +46,24 @@ HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const quant::q4_k::block* w, std::size_t b
   }
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
-    const quant::q4_k::block& wb = w[b];
+    const typename W::block& wb = w[b];
     const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
     const __m256i scales = _mm256_broadcastsi128_si256(
         _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.scales))));
     __m256i total[M];
     for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
+    __m256i high = _mm256_setzero_si256();  // Q5_K: the fifth bits of sub-blocks 2g, 2g + 1 in bits 0, 1
+    if constexpr (fifth_bit) high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
     for (int g = 0; g < 4; ++g) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
-      const __m256i n_lo = _mm256_and_si256(q, low4);
-      const __m256i n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      __m256i n_lo = _mm256_and_si256(q, low4);
+      __m256i n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (fifth_bit) {
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        n_lo = _mm256_or_si256(n_lo, _mm256_and_si256(_mm256_slli_epi16(high, 4), bit4));
+        n_hi = _mm256_or_si256(n_hi, _mm256_and_si256(_mm256_slli_epi16(high, 3), bit4));
+        high = _mm256_srli_epi16(high, 2);
+      }
       const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * 2 * g)));
       const __m256i s_hi =
           _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * g + 1))));
@@ -143,17 +154,18 @@ HEDGE_TARGET_AVX2 void gemm_rows(arch::avx2, W, matrix_view<const typename W::bl
 
 /// Y[m][r] for every weight row r of `w` and activation row m < rows.
 /// Chosen for arch::avx2 and every tag derived from it.
-HEDGE_TARGET_AVX2 inline void gemm_rows(arch::avx2, quant::q4_k, matrix_view<const quant::q4_k::block> w,
-                                        const activation_row<quant::q4_k>* x, std::size_t rows, float* y,
-                                        std::size_t y_stride) noexcept {
+template <class W>
+  requires(std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q5_k>)
+HEDGE_TARGET_AVX2 void gemm_rows(arch::avx2, W, matrix_view<const typename W::block> w, const activation_row<W>* x,
+                                 std::size_t rows, float* y, std::size_t y_stride) noexcept {
   for (std::size_t m = 0; m < rows;) {
     const std::size_t tile = rows - m >= 4 ? 4 : 1;
     for (std::size_t r = 0; r < w.rows(); ++r) {
       float* out = y + m * y_stride + r;
       if (tile == 4) {
-        avx2::q4_k_gemm_tile<4>(w.row(r).data(), w.cols(), x + m, out, y_stride);
+        avx2::q4_k_gemm_tile<4, W>(w.row(r).data(), w.cols(), x + m, out, y_stride);
       } else {
-        avx2::q4_k_gemm_tile<1>(w.row(r).data(), w.cols(), x + m, out, y_stride);
+        avx2::q4_k_gemm_tile<1, W>(w.row(r).data(), w.cols(), x + m, out, y_stride);
       }
     }
     m += tile;

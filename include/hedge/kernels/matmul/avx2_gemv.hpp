@@ -10,9 +10,16 @@
 //   Q4_0 . Q8_0  nibbles n in [0, 15] are unsigned, so vpmaddubsw(n, x) needs no
 //                sign trick; the -8 offset is subtracted as vpmaddubsw(8, x),
 //                computed once per activation block for all R rows
+//   Q5_0 . Q8_0  as Q4_0, the fifth bits or-ed in as 16 (fifth_bits_32), the
+//                offset 16 * (x_2i + x_2i+1)
+//   Q5_1 . Q8_0  levels n in [0, 31] unsigned: vpmaddubsw(n, x), fma with d_w * d_x;
+//                the minimum as fma(sum of x in 8 lanes, m_w * d_x), the lane sums
+//                computed once per activation block for all R rows
 //   Q4_K . Q8_K  per 32-element sub-block vpmaddubsw(n, x), then vpmaddwd by the
 //                6-bit scale (scale and pair-sum in one instruction), int32 over
 //                the super-block; mins via the activation's 16-element sums
+//   Q5_K . Q8_K  the Q4_K kernel with each sub-block's fifth bit or-ed into its
+//                nibbles as 16 (n <= 31: |vpmaddubsw pair| <= 7874, x 63 in vpmaddwd)
 //   Q6_K . Q8_K  the 6-bit levels q in [0, 63] (4 low bits | 2 high bits) are
 //                unsigned, so vpmaddubsw(q, x); vpmaddwd by the int8 scales of
 //                the two 16-element sub-blocks in each 32-byte vector; the "- 32"
@@ -28,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hedge/core/arch.hpp"
 #include "hedge/core/view.hpp"
@@ -36,6 +44,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -59,16 +70,16 @@ HEDGE_TARGET_AVX2 inline void prefetch_next_tile(const Block* w, std::size_t str
   }
 }
 
-/// The R (<= 4) products d_w[r] * d_x of block b, one vcvtph2ps for all rows,
-/// and each broadcast to 8 lanes. They go through memory because a broadcast
-/// from memory is a load, not a shuffle competing with the dot products for
-/// the vector ALUs. The same float multiply whatever R is.
+/// The R (<= 4) products d_w[r] * d_x of block b (or of another fp16 field of the
+/// block: Q5_1's m), one vcvtph2ps for all rows, and each broadcast to 8 lanes. They go
+/// through memory because a broadcast from memory is a load, not a shuffle competing
+/// with the dot products for the vector ALUs. The same float multiply whatever R is.
 template <int R, class Block>
 HEDGE_TARGET_AVX2 inline void row_scales(const Block* w, std::size_t stride, std::size_t b, float dx,
-                                         __m256 (&scale)[R]) noexcept {
+                                         __m256 (&scale)[R], hedge::f16 Block::*field = &Block::d) noexcept {
   static_assert(R <= 4);
   std::uint64_t bits = 0;
-  for (int r = 0; r < R; ++r) bits |= std::uint64_t{w[static_cast<std::size_t>(r) * stride + b].d.bits} << (16 * r);
+  for (int r = 0; r < R; ++r) bits |= std::uint64_t{(w[static_cast<std::size_t>(r) * stride + b].*field).bits} << (16 * r);
   alignas(16) float products[4];
   _mm_store_ps(products, _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi64x(0, static_cast<long long>(bits))), _mm_set1_ps(dx)));
   for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
@@ -115,10 +126,60 @@ HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_0::block* w, std::size_t stride
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
 }
 
-/// Q4_K weights . Q8_K activation.
+/// Q5_0 weights . Q8_0 activation.
 template <int R>
-HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q5_0::block* w, std::size_t stride, const quant::q8_0::block* x,
                                  std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i offset = madd_u8s8_i16(sixteen, xq);  // 16 * (x_2i + x_2i+1)
+    __m256 scale[R];
+    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
+    for (int r = 0; r < R; ++r) {
+      prefetch_next_tile(w, stride, r, b);
+      const quant::q5_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const __m256i levels = _mm256_or_si256(unpack_nibbles_16(wb.qs), fifth_bits_32(wb.qh));
+      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(levels, xq), offset);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_pairs_i16(products)), scale[r], acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
+}
+
+/// Q5_1 weights . Q8_0 activation.
+template <int R>
+HEDGE_TARGET_AVX2 void gemv_tile(const quant::q5_1::block* w, std::size_t stride, const quant::q8_0::block* x,
+                                 std::size_t blocks, float* y) noexcept {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256 x_sums = _mm256_cvtepi32_ps(dot_u8s8_i32(ones, xq));  // sum of x, in 8 lanes
+    const float dx = to_float(x[b].d);
+    __m256 scale[R], min_scale[R];
+    row_scales<R>(w, stride, b, dx, scale);
+    row_scales<R>(w, stride, b, dx, min_scale, &quant::q5_1::block::m);
+    for (int r = 0; r < R; ++r) {
+      prefetch_next_tile(w, stride, r, b);
+      const quant::q5_1::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const __m256i levels = _mm256_or_si256(unpack_nibbles_16(wb.qs), fifth_bits_32(wb.qh));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8_i32(levels, xq)), scale[r], acc[r]);
+      acc[r] = _mm256_fmadd_ps(x_sums, min_scale[r], acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
+}
+
+/// Q4_K or Q5_K weights . Q8_K activation.
+template <int R, class Block>
+  requires(std::is_same_v<Block, quant::q4_k::block> || std::is_same_v<Block, quant::q5_k::block>)
+HEDGE_TARGET_AVX2 void gemv_tile(const Block* w, std::size_t stride, const quant::q8_k::block* x, std::size_t blocks,
+                                 float* y) noexcept {
+  constexpr bool fifth_bit = std::is_same_v<Block, quant::q5_k::block>;
   __m256 acc[R];
   __m128 acc_min[R];
   for (int r = 0; r < R; ++r) {
@@ -132,19 +193,29 @@ HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_k::block* w, std::size_t stride
     const __m128i sums16 = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
     for (int r = 0; r < R; ++r) {
-      const quant::q4_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      prefetch_next_tile<3>(w, stride, r, b);  // 144 bytes span up to 3 lines
+      const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      prefetch_next_tile<fifth_bit ? 4 : 3>(w, stride, r, b);  // 144 (176) bytes span up to 3 (4) lines
       const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
       const __m128i scales16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.scales)));
       const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.mins)));
       const __m256i scales = _mm256_broadcastsi128_si256(scales16);
       __m256i total = _mm256_setzero_si256();
+      __m256i high = _mm256_setzero_si256();  // Q5_K: the fifth bits of sub-blocks 2g, 2g + 1 in bits 0, 1
+      if constexpr (fifth_bit) high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
       for (int g = 0; g < 4; ++g) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
         const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g));
         const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g + 32));
-        const __m256i p_lo = madd_u8s8_i16(_mm256_and_si256(q, low4), x_lo);
-        const __m256i p_hi = madd_u8s8_i16(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), x_hi);
+        __m256i n_lo = _mm256_and_si256(q, low4);
+        __m256i n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (fifth_bit) {
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          n_lo = _mm256_or_si256(n_lo, _mm256_and_si256(_mm256_slli_epi16(high, 4), bit4));
+          n_hi = _mm256_or_si256(n_hi, _mm256_and_si256(_mm256_slli_epi16(high, 3), bit4));
+          high = _mm256_srli_epi16(high, 2);
+        }
+        const __m256i p_lo = madd_u8s8_i16(n_lo, x_lo);
+        const __m256i p_hi = madd_u8s8_i16(n_hi, x_hi);
         // Broadcast int16 scale 2g (resp. 2g + 1) to every lane, then scale and pair-sum.
         const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * 2 * g)));
         const __m256i s_hi =
@@ -247,7 +318,8 @@ HEDGE_TARGET_AVX2 void gemv_rows(matrix_view<const WeightBlock> w, const Activat
 
 /// AVX2 overloads: chosen for arch::avx2 and every tag derived from it.
 template <class W>
-  requires(std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q4_k> ||
+  requires(std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q5_0> ||
+           std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q5_k> ||
            std::is_same_v<W, quant::q6_k> || std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> ||
            std::is_same_v<W, quant::bf16>)
 void gemv_rows(arch::avx2, W, matrix_view<const typename W::block> w, const typename W::activation::block* x,

@@ -27,6 +27,20 @@ HEDGE_TARGET_AVX2 inline __m256i unpack_nibbles_16(const std::uint8_t* packed) n
   return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
+/// The 32 bits at `bits` (little-endian) as 32 bytes: byte j is 0x10 where bit j is
+/// set, else 0: Q5_0/Q5_1's fifth bits moved to bit 4 of each element's level, to be
+/// or-ed into the nibbles of unpack_nibbles_16. Byte j takes byte j / 8 of the word
+/// (vpshufb), keeps bit j % 8 of it (vpand) and compares.
+HEDGE_TARGET_AVX2 inline __m256i fifth_bits_32(const std::uint8_t* bits) noexcept {
+  std::int32_t word;
+  std::memcpy(&word, bits, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(word), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
 /// Pairwise sums of u8 x s8 products as int16 (vpmaddubsw). The caller keeps
 /// |u * s| pairs below 32767 (true for u <= 127 or |s| <= 127 with u <= 128).
 HEDGE_TARGET_AVX2 inline __m256i madd_u8s8_i16(__m256i u, __m256i s) noexcept { return _mm256_maddubs_epi16(u, s); }

@@ -27,7 +27,15 @@
 // (gemv_streams.hpp; with the AVX2 GEMV's prefetch) x 1 row. A lone group or one
 // with padding rows runs the AVX2 kernel.
 //
-// Bit-identical to the AVX2 kernels: the int32 block sums are exact in both
+// Q5_0 and Q5_1 have no interleaved layout (their GEMV streams the GGUF rows, avx2_gemv.hpp);
+// their GGUF-layout GEMM packs 16-row slices on the fly as Q4_0's does, into `tile_group`'s
+// unpacked form: the 5-bit levels as bytes (quads as Q8_0's), so the block body is
+//
+//   Q5_0: vpdpbusd(levels, x); minus 16 * sum(x) per block (twice the prepared offset),
+//         cvt, fma with d_w[16] * d_x
+//   Q5_1: vpdpbusd(levels, x), cvt, fma with d_w[16] * d_x; plus fma(sum(x), m_w[16] * d_x)
+//
+// Bit-identical to the AVX2 kernels (Q4_0, Q8_0): the int32 block sums are exact in both
 // (the AVX2 int16 partial sums cannot saturate, see avx2_interleaved.hpp), and
 // the float epilogue is the same operations in the same order per lane. So
 // GEMM row m still equals GEMV of row m, for any thread count.
@@ -50,12 +58,61 @@
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
 namespace hedge::kernels::matmul {
 
 namespace avx512 {
+
+/// The 8-row group block the 512-bit tile reads for format W, and how a row's GGUF block
+/// is packed into it: interleaved<W>'s (Q4_0, Q8_0), or for Q5_0 / Q5_1, which are packed
+/// only on the fly by gemm_rows, 8 rows' 5-bit levels unpacked to bytes, quad j of row r
+/// at bytes [32 j + 4 r, +4) (Q8_0's interleaving), with the rows' d (and Q5_1's m).
+template <class W>
+struct tile_group {
+  using block = typename interleaved<W>::block;
+  static void pack(block& dst, std::size_t r, const typename W::block& src) noexcept {
+    interleaved<W>::pack(dst, r, src);
+  }
+};
+
+/// Row r's 32 levels (nibbles or-ed with the fifth bits, as the AVX2 GEMV makes them)
+/// into the quads of an unpacked Q5 group.
+template <class Group, class Block>
+HEDGE_TARGET_AVX512VNNI inline void pack_q5_levels(Group& dst, std::size_t r, const Block& src) noexcept {
+  dst.d[r] = src.d;
+  alignas(32) std::uint8_t levels[32];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(levels),
+                     _mm256_or_si256(avx2::unpack_nibbles_16(src.qs), avx2::fifth_bits_32(src.qh)));
+  for (std::size_t j = 0; j < 8; ++j) std::memcpy(dst.qs + 32 * j + 4 * r, levels + 4 * j, 4);
+}
+
+template <>
+struct tile_group<quant::q5_0> {
+  struct block {
+    hedge::f16 d[interleave_rows];
+    std::uint8_t qs[interleave_rows * 32];
+  };
+  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_0::block& src) noexcept {
+    pack_q5_levels(dst, r, src);
+  }
+};
+
+template <>
+struct tile_group<quant::q5_1> {
+  struct block {
+    hedge::f16 d[interleave_rows];
+    hedge::f16 m[interleave_rows];
+    std::uint8_t qs[interleave_rows * 32];
+  };
+  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_1::block& src) noexcept {
+    pack_q5_levels(dst, r, src);
+    dst.m[r] = src.m;
+  }
+};
 
 /// 4 int8 values broadcast to the 16 int32 lanes.
 HEDGE_TARGET_AVX512VNNI inline __m512i broadcast_quad(const std::int8_t* p) noexcept {
@@ -73,12 +130,17 @@ HEDGE_TARGET_AVX512VNNI inline __m512i load_pair(const Block& b0, const Block& b
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+/// 8 fp16 values of group 0 and 8 of group 1 as 16 floats.
+HEDGE_TARGET_AVX512VNNI inline __m512 halves_pair(const hedge::f16* lo, const hedge::f16* hi) noexcept {
+  const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(l), h, 1));
+}
+
 /// The 16 rows' scales of block b (group 0's rows, then group 1's).
 template <class Block>
 HEDGE_TARGET_AVX512VNNI inline __m512 scales_pair(const Block& b0, const Block& b1) noexcept {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.d));
-  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.d));
-  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+  return halves_pair(b0.d, b1.d);
 }
 
 /// Where a tile's results go. The tile's groups are q = 0 .. 2P - 1 (pair p: groups 2p
@@ -252,13 +314,64 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
     const __m512 dx = _mm512_set1_ps(xq.d);
     acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[m]), _mm512_mul_ps(d, dx), acc[m]);
     acc[m] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_total), _mm512_mul_ps(dmin, dx), acc[m]);
+
+/// Q5_0 (unpacked levels): the levels against x, minus 16 * sum(x) per block.
+template <int M>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const tile_group<quant::q5_0>::block& b0,
+                                                            const tile_group<quant::q5_0>::block& b1,
+                                                            const activation_row<quant::q5_0>* x, std::size_t xb,
+                                                            __m512 (&acc)[M]) noexcept {
+  __m512i even[M], odd[M];
+  for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
+  HEDGE_UNROLL(4)
+  for (int j = 0; j < 8; j += 2) {
+    const __m512i l0 = load_pair(b0, b1, j), l1 = load_pair(b0, b1, j + 1);
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[xb].qs + 4 * j;
+      even[m] = _mm512_dpbusd_epi32(even[m], l0, broadcast_quad(xq));
+      odd[m] = _mm512_dpbusd_epi32(odd[m], l1, broadcast_quad(xq + 4));
+    }
+  }
+  const __m512 dw = scales_pair(b0, b1);
+  for (int m = 0; m < M; ++m) {
+    const __m512i dot =
+        _mm512_sub_epi32(_mm512_add_epi32(even[m], odd[m]), _mm512_set1_epi32(2 * x[m].offsets[xb]));
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[xb]));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[m]);
+  }
+}
+
+/// Q5_1 (unpacked levels): the levels against x, plus m_w * d_x * sum(x).
+template <int M>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const tile_group<quant::q5_1>::block& b0,
+                                                            const tile_group<quant::q5_1>::block& b1,
+                                                            const activation_row<quant::q5_1>* x, std::size_t xb,
+                                                            __m512 (&acc)[M]) noexcept {
+  __m512i even[M], odd[M];
+  for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
+  HEDGE_UNROLL(4)
+  for (int j = 0; j < 8; j += 2) {
+    const __m512i l0 = load_pair(b0, b1, j), l1 = load_pair(b0, b1, j + 1);
+    for (int m = 0; m < M; ++m) {
+      const std::int8_t* xq = x[m].blocks[xb].qs + 4 * j;
+      even[m] = _mm512_dpbusd_epi32(even[m], l0, broadcast_quad(xq));
+      odd[m] = _mm512_dpbusd_epi32(odd[m], l1, broadcast_quad(xq + 4));
+    }
+  }
+  const __m512 dw = scales_pair(b0, b1);
+  const __m512 mw = halves_pair(b0.m, b1.m);
+  for (int m = 0; m < M; ++m) {
+    const __m512 dx = _mm512_set1_ps(x[m].scales[xb]);
+    const __m512 x_sum = _mm512_set1_ps(static_cast<float>(x[m].offsets[xb] / 8));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[m], odd[m])), _mm512_mul_ps(dw, dx), acc[m]);
+    acc[m] = _mm512_fmadd_ps(x_sum, _mm512_mul_ps(mw, dx), acc[m]);
   }
 }
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
 /// rows, blocks [x_block, x_block + blocks) of the activation.
 template <int M, int P, class W>
-HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
   __m512 acc[P][M];
   load_tile(acc, out);
@@ -280,7 +393,7 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* gro
 /// `rows` activation rows against two groups (blocks [x_block, x_block + blocks) of
 /// the activation): tiles of 8, 4, 2, then 1 rows.
 template <class W>
-HEDGE_TARGET_AVX512VNNI void pair_rows(const typename interleaved<W>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX512VNNI void pair_rows(const typename tile_group<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, std::size_t rows,
                                        tile_out out) noexcept {
   const auto at = [&](std::size_t m) {
@@ -348,19 +461,21 @@ void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 }
 
 /// Y[m][r] for every weight row r of a GGUF-layout slice of at most 16 rows and
-/// activation row m < rows, AVX-512 VNNI, Q4_0 and Q8_0: the slice is packed into the
-/// interleaved layout on the fly, `pack_blocks` blocks of K at a time, in a buffer on
-/// the stack (17 KiB for Q8_0) that stays in L1 while every activation row passes over
-/// it; each chunk continues the sums of the one before. The packing is one pass over
-/// the slice's bytes per call, against a tile's pass per 8 activation rows. Rows past
-/// the slice's end are zero blocks, never stored. The result equals the interleaved
-/// GEMM bit for bit (not the GGUF-layout GEMV, whose lanes sum in another order).
+/// activation row m < rows, AVX-512 VNNI, Q4_0, Q8_0, Q5_0 and Q5_1: the slice is packed
+/// into avx512::tile_group's layout on the fly, `pack_blocks` blocks of K at a time, in a
+/// buffer on the stack (17 KiB for Q8_0 and the Q5s) that stays in L1 while every
+/// activation row passes over it; each chunk continues the sums of the one before. The
+/// packing is one pass over the slice's bytes per call, against a tile's pass per 8
+/// activation rows. Rows past the slice's end are zero blocks, never stored. Q4_0 and
+/// Q8_0 equal the interleaved GEMM bit for bit (not the GGUF-layout GEMV, whose lanes sum
+/// in another order).
 template <class W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
+           std::is_same_v<W, quant::q5_1>)
 void gemm_rows(arch::avx512vnni, W, matrix_view<const typename W::block> w, const activation_row<W>* x,
                std::size_t rows, float* y, std::size_t y_stride) noexcept {
   constexpr std::size_t pack_blocks = 32;
-  using packed_block = typename interleaved<W>::block;
+  using packed_block = typename avx512::tile_group<W>::block;
   packed_block packed[2 * pack_blocks];
   const std::size_t valid = w.rows() < 2 * interleave_rows ? w.rows() : 2 * interleave_rows;
   for (std::size_t first = 0; first < w.cols(); first += pack_blocks) {
@@ -370,7 +485,7 @@ void gemm_rows(arch::avx512vnni, W, matrix_view<const typename W::block> w, cons
         packed_block& dst = packed[g * n + b];
         for (std::size_t r = 0; r < interleave_rows; ++r) {
           const std::size_t row = g * interleave_rows + r;
-          interleaved<W>::pack(dst, r, row < valid ? w(row, first + b) : typename W::block{});
+          avx512::tile_group<W>::pack(dst, r, row < valid ? w(row, first + b) : typename W::block{});
         }
       }
     }

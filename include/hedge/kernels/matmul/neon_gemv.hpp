@@ -6,9 +6,11 @@
 //   arch::neon_dotprod  ARMv8.2 dot product: sdot multiplies 4 int8 pairs and
 //                       adds them into each int32 lane, 16 products per instruction
 //
-// sdot is signed x signed, so Q4_0 subtracts 8 from the nibbles (no offset
-// trick needed) and Q4_K's unsigned nibbles (<= 15) and Q6_K's 6-bit levels
-// (<= 63) are valid signed bytes; Q6_K's "- 32" is applied once per block
+// sdot is signed x signed, so Q4_0 subtracts 8 from the nibbles and Q5_0 16 from
+// its 5-bit levels (no offset trick needed), and Q5_1's and Q5_K's 5-bit levels
+// (<= 31), Q4_K's unsigned nibbles (<= 15) and Q6_K's 6-bit levels (<= 63) are
+// valid signed bytes; Q5_1's minimum is m_w * d_x * sum(x), the sum taken once
+// per activation block; Q6_K's "- 32" is applied once per block
 // through Q8_K's 16-element sums, as the AVX2 kernel does.
 // The dotprod functions carry a target attribute, so a baseline armv8-a
 // build contains them and they run where the CPU has the extension.
@@ -22,6 +24,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "hedge/core/arch.hpp"
 #include "hedge/core/view.hpp"
@@ -29,6 +33,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -65,6 +72,28 @@ inline int8x16x2_t q4_0_values(const std::uint8_t* qs) noexcept {
            vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), eight)}};
 }
 
+/// The fifth bits of a Q5_0/Q5_1 block (qh, 32 bits little-endian) as 32 bytes,
+/// 16 where bit j is set, else 0: elements [0..15] and [16..31]. Byte j takes byte
+/// j / 8 of the word (tbl) and tests bit j % 8 of it (cmtst).
+inline uint8x16x2_t fifth_bits(const std::uint8_t* qh) noexcept {
+  std::uint32_t word;
+  std::memcpy(&word, qh, 4);
+  const uint8x16_t bytes = vreinterpretq_u8_u32(vdupq_n_u32(word));
+  const uint8x16_t select = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+  const uint8x16_t low = vqtbl1q_u8(bytes, vcombine_u8(vdup_n_u8(0), vdup_n_u8(1)));
+  const uint8x16_t high = vqtbl1q_u8(bytes, vcombine_u8(vdup_n_u8(2), vdup_n_u8(3)));
+  const uint8x16_t sixteen = vdupq_n_u8(16);
+  return {{vandq_u8(vtstq_u8(low, select), sixteen), vandq_u8(vtstq_u8(high, select), sixteen)}};
+}
+
+/// The 32 levels n in [0, 31] of a Q5_0/Q5_1 block: [0..15] and [16..31].
+template <class Block>
+inline uint8x16x2_t q5_levels(const Block& b) noexcept {
+  const uint8x16_t packed = vld1q_u8(b.qs);
+  const uint8x16x2_t high = fifth_bits(b.qh);
+  return {{vorrq_u8(vandq_u8(packed, vdupq_n_u8(0x0F)), high.val[0]), vorrq_u8(vshrq_n_u8(packed, 4), high.val[1])}};
+}
+
 /// 4 consecutive fp16 / bf16 / f32 values as floats.
 inline float32x4_t load4(const hedge::f16* p) noexcept {
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
@@ -74,20 +103,35 @@ inline float32x4_t load4(const hedge::bf16* p) noexcept {
 }
 inline float32x4_t load4(const float* p) noexcept { return vld1q_f32(p); }
 
-/// Q8_0 / Q4_0 weights . Q8_0 activation with the int8 dot product `Dot`.
+/// Q8_0 / Q4_0 / Q5_0 / Q5_1 weights . Q8_0 activation with the int8 dot product `Dot`.
 template <int R, class Dot, class Block>
 inline void q8_tile(const Block* w, std::size_t stride, const quant::q8_0::block* x, std::size_t blocks, float* y,
                     Dot dot) noexcept {
+  constexpr bool has_min = std::is_same_v<Block, quant::q5_1::block>;
   float32x4_t acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.f);
+  float acc_min[R];  // Q5_1: sum over blocks of m_w * d_x * sum(x)
+  for (int r = 0; r < R; ++r) {
+    acc[r] = vdupq_n_f32(0.f);
+    acc_min[r] = 0.f;
+  }
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8x16_t x0 = vld1q_s8(x[b].qs), x1 = vld1q_s8(x[b].qs + 16);
     const float dx = f16_to_f32(x[b].d);
+    float x_sum = 0.f;
+    if constexpr (has_min) x_sum = static_cast<float>(vaddlvq_s8(x0) + vaddlvq_s8(x1));
     for (int r = 0; r < R; ++r) {
       const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
       int8x16x2_t values;
       if constexpr (std::is_same_v<Block, quant::q4_0::block>) {
         values = q4_0_values(wb.qs);
+      } else if constexpr (std::is_same_v<Block, quant::q5_0::block>) {
+        const uint8x16x2_t n = q5_levels(wb);
+        const int8x16_t sixteen = vdupq_n_s8(16);
+        values = {{vsubq_s8(vreinterpretq_s8_u8(n.val[0]), sixteen), vsubq_s8(vreinterpretq_s8_u8(n.val[1]), sixteen)}};
+      } else if constexpr (has_min) {
+        const uint8x16x2_t n = q5_levels(wb);
+        values = {{vreinterpretq_s8_u8(n.val[0]), vreinterpretq_s8_u8(n.val[1])}};
+        acc_min[r] += f16_to_f32(wb.m) * dx * x_sum;
       } else {
         values = {{vld1q_s8(wb.qs), vld1q_s8(wb.qs + 16)}};
       }
@@ -95,13 +139,14 @@ inline void q8_tile(const Block* w, std::size_t stride, const quant::q8_0::block
       acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(sums), vdupq_n_f32(f16_to_f32(wb.d) * dx));
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]);
+  for (int r = 0; r < R; ++r) y[r] = vaddvq_f32(acc[r]) + acc_min[r];
 }
 
-/// Q4_K weights . Q8_K activation with the int8 dot product `Dot`.
-template <int R, class Dot>
-inline void q4_k_tile(const quant::q4_k::block* w, std::size_t stride, const quant::q8_k::block* x,
-                      std::size_t blocks, float* y, Dot dot) noexcept {
+/// Q4_K / Q5_K weights . Q8_K activation with the int8 dot product `Dot`.
+template <int R, class Dot, class Block>
+inline void q4_k_tile(const Block* w, std::size_t stride, const quant::q8_k::block* x, std::size_t blocks, float* y,
+                      Dot dot) noexcept {
+  constexpr bool fifth_bit = std::is_same_v<Block, quant::q5_k::block>;
   float32x4_t acc[R];
   float acc_min[R];
   for (int r = 0; r < R; ++r) {
@@ -113,17 +158,33 @@ inline void q4_k_tile(const quant::q4_k::block* w, std::size_t stride, const qua
     // Sums of the activation over each 32-element sub-block.
     const int16x8_t sub_sums = vpaddq_s16(vld1q_s16(xb.bsums), vld1q_s16(xb.bsums + 8));
     for (int r = 0; r < R; ++r) {
-      const quant::q4_k::block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
       const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
       int32x4_t total = vdupq_n_s32(0);
+      // Q5_K: the fifth bits of sub-blocks 2g and 2g + 1 in bits 0 and 1 of qh[l].
+      uint8x16_t high_a = vdupq_n_u8(0), high_b = vdupq_n_u8(0);
+      if constexpr (fifth_bit) {
+        high_a = vld1q_u8(wb.qh);
+        high_b = vld1q_u8(wb.qh + 16);
+      }
       for (int g = 0; g < 4; ++g) {
         const uint8x16_t qa = vld1q_u8(wb.qs + 32 * g), qb = vld1q_u8(wb.qs + 32 * g + 16);
         const std::int8_t* xq = xb.qs + 64 * g;
         const uint8x16_t low4 = vdupq_n_u8(0x0F);
-        int32x4_t lo = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(qa, low4)), vld1q_s8(xq));
-        lo = dot(lo, vreinterpretq_s8_u8(vandq_u8(qb, low4)), vld1q_s8(xq + 16));
-        int32x4_t hi = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(qa, 4)), vld1q_s8(xq + 32));
-        hi = dot(hi, vreinterpretq_s8_u8(vshrq_n_u8(qb, 4)), vld1q_s8(xq + 48));
+        uint8x16_t n[4] = {vandq_u8(qa, low4), vandq_u8(qb, low4), vshrq_n_u8(qa, 4), vshrq_n_u8(qb, 4)};
+        if constexpr (fifth_bit) {
+          const uint8x16_t bit4 = vdupq_n_u8(0x10);
+          n[0] = vorrq_u8(n[0], vandq_u8(vshlq_n_u8(high_a, 4), bit4));
+          n[1] = vorrq_u8(n[1], vandq_u8(vshlq_n_u8(high_b, 4), bit4));
+          n[2] = vorrq_u8(n[2], vandq_u8(vshlq_n_u8(high_a, 3), bit4));
+          n[3] = vorrq_u8(n[3], vandq_u8(vshlq_n_u8(high_b, 3), bit4));
+          high_a = vshrq_n_u8(high_a, 2);
+          high_b = vshrq_n_u8(high_b, 2);
+        }
+        int32x4_t lo = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(n[0]), vld1q_s8(xq));
+        lo = dot(lo, vreinterpretq_s8_u8(n[1]), vld1q_s8(xq + 16));
+        int32x4_t hi = dot(vdupq_n_s32(0), vreinterpretq_s8_u8(n[2]), vld1q_s8(xq + 32));
+        hi = dot(hi, vreinterpretq_s8_u8(n[3]), vld1q_s8(xq + 48));
         total = vmlaq_n_s32(total, lo, sm.scales[2 * g]);
         total = vmlaq_n_s32(total, hi, sm.scales[2 * g + 1]);
       }
@@ -215,7 +276,19 @@ inline void tile(const quant::q4_0::block* w, std::size_t s, const quant::q8_0::
   q8_tile<R>(w, s, x, n, y, Dot{});
 }
 template <int R, class Dot>
+inline void tile(const quant::q5_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
+  q8_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot>
+inline void tile(const quant::q5_1::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
+  q8_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot>
 inline void tile(const quant::q4_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
+  q4_k_tile<R>(w, s, x, n, y, Dot{});
+}
+template <int R, class Dot>
+inline void tile(const quant::q5_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
   q4_k_tile<R>(w, s, x, n, y, Dot{});
 }
 template <int R, class Dot>
@@ -244,7 +317,9 @@ inline void gemv_rows(matrix_view<const WeightBlock> w, const Activation* x, flo
 
 template <class W>
 concept neon_gemv_format = std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_0> ||
-                           std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ||
+                           std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1> ||
+                           std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q5_k> ||
+                           std::is_same_v<W, quant::q6_k> ||
                            std::is_same_v<W, quant::f32> || std::is_same_v<W, quant::f16> ||
                            std::is_same_v<W, quant::bf16>;
 

@@ -4,7 +4,10 @@
 //
 //   Q8_0 . Q8_0   sum_b  (d_w * d_x) * sum_j qw_j * qx_j
 //   Q4_0 . Q8_0   sum_b  (d_w * d_x) * sum_j (n_j - 8) * qx_j
+//   Q5_0 . Q8_0   sum_b  (d_w * d_x) * sum_j (n_j - 16) * qx_j
+//   Q5_1 . Q8_0   sum_b  (d_w * d_x) * sum_j n_j qx_j  +  (m_w * d_x) * sum_j qx_j
 //   Q4_K . Q8_K   sum_B  d_x * (d_w * sum_s sc_s * sum_j n_j qx_j  -  dmin_w * sum_s m_s * sum_j qx_j)
+//   Q5_K . Q8_K   as Q4_K, with n_j in [0, 31]
 //   Q6_K . Q8_K   sum_B  d_x * (d_w * sum_s sc_s * sum_j (q_j - 32) qx_j)
 //   F32/F16/BF16 . F32   sum_k w_k * x_k
 //
@@ -25,6 +28,9 @@
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q5_k.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -47,6 +53,23 @@ inline float dot_block(const quant::q4_0::block& w, const quant::q8_0::block& x)
   return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
 }
 
+inline float dot_block(const quant::q5_0::block& w, const quant::q8_0::block& x) noexcept {
+  std::int32_t sum = 0;
+  for (std::size_t j = 0; j < quant::q5_0::block_elements; ++j) sum += (quant::q5_0::level(w, j) - 16) * x.qs[j];
+  return f16_to_f32(w.d) * f16_to_f32(x.d) * static_cast<float>(sum);
+}
+
+inline float dot_block(const quant::q5_1::block& w, const quant::q8_0::block& x) noexcept {
+  std::int32_t sum = 0;    // sum of n * qx
+  std::int32_t sum_x = 0;  // sum of qx
+  for (std::size_t j = 0; j < quant::q5_1::block_elements; ++j) {
+    sum += quant::q5_1::level(w, j) * x.qs[j];
+    sum_x += x.qs[j];
+  }
+  const float dx = f16_to_f32(x.d);
+  return f16_to_f32(w.d) * dx * static_cast<float>(sum) + f16_to_f32(w.m) * dx * static_cast<float>(sum_x);
+}
+
 inline float dot_block(const quant::q4_k::block& w, const quant::q8_k::block& x) noexcept {
   std::int32_t scaled = 0;  // sum over sub-blocks of scale * sum(n * qx)
   std::int32_t mins = 0;    // sum over sub-blocks of min * sum(qx)
@@ -57,6 +80,19 @@ inline float dot_block(const quant::q4_k::block& w, const quant::q8_k::block& x)
     const int shift = (s % 2) * 4;
     std::int32_t sum = 0;
     for (std::size_t l = 0; l < 32; ++l) sum += ((q[l] >> shift) & 0x0F) * x.qs[s * 32 + l];
+    scaled += sm.scale * sum;
+    mins += sm.min * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
+  }
+  return x.d * (f16_to_f32(w.d) * static_cast<float>(scaled) - f16_to_f32(w.dmin) * static_cast<float>(mins));
+}
+
+inline float dot_block(const quant::q5_k::block& w, const quant::q8_k::block& x) noexcept {
+  std::int32_t scaled = 0;  // sum over sub-blocks of scale * sum(n * qx)
+  std::int32_t mins = 0;    // sum over sub-blocks of min * sum(qx)
+  for (std::size_t s = 0; s < quant::q5_k::sub_blocks; ++s) {
+    const auto sm = quant::q4_k::unpack_scale_min(w.scales, s);
+    std::int32_t sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += quant::q5_k::level(w, s * 32 + l) * x.qs[s * 32 + l];
     scaled += sm.scale * sum;
     mins += sm.min * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
   }
