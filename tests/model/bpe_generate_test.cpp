@@ -66,7 +66,8 @@ void generate_with(const std::string& vocab_name, chat_format format) {
   auto gen = generator<llama<>>::make(*model, tok);
   ASSERT_TRUE(gen.ok()) << gen.error().c_str();
   const chat_renderer renderer(tok, format);
-  const auto prompt = renderer.render({{"user", "Hello, how are you?"}});
+  const chat_message hello[] = {{"user", "Hello, how are you?"}};
+  const auto prompt = renderer.render(hello);
   ASSERT_TRUE(prompt.ok()) << prompt.error().c_str();
   std::vector<token_id> generated;
   std::string text;

@@ -56,9 +56,7 @@ class scheduler_edge {
     const auto& tok = scheduler_->tokenizer();
     const std::size_t context = scheduler_->context();
     if (!call.messages.empty()) {
-      std::vector<model::chat_message> messages;
-      for (const auto& m : call.messages) messages.push_back({std::string(m.role), std::string(m.content)});
-      auto ids = scheduler_->renderer().render(messages);
+      auto ids = scheduler_->renderer().render(call.messages);
       if (!ids) return ids.error();
       j->prompt = std::move(*ids);
     } else {

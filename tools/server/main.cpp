@@ -381,7 +381,7 @@ class server_app {
       for (const auto& m : r.messages) at_least += m.content.size() / tok.max_bytes_per_id();
       if (at_least > context)
         return send_error(res, endpoint, too_long(chat, "the messages make at least " + std::to_string(at_least) + " tokens"));
-      auto ids = scheduler_->renderer().render(r.messages);
+      auto ids = scheduler_->renderer().render(r.message_views());
       if (!ids) return send_error(res, endpoint, {400, std::string(ids.error().message()), "messages", {}});
       j->prompt = std::move(*ids);
     } else if (r.prompt_is_ids) {

@@ -41,7 +41,16 @@ constexpr std::size_t max_top_logprobs = model::token_choice::max_alternatives;
 struct parsed_request {
   bool chat = false;
   std::string model;
-  std::vector<model::chat_message> messages;            ///< chat
+  /// A chat message's text, owned by the request (model::chat_message views it).
+  struct message_text {
+    std::string role, content;
+  };
+  std::vector<message_text> messages;            ///< chat
+  [[nodiscard]] std::vector<model::chat_message> message_views() const {
+    std::vector<model::chat_message> views;
+    for (const auto& m : messages) views.push_back({m.role, m.content});
+    return views;
+  }
   std::string prompt;                            ///< completions: the text (echoed)
   std::vector<model::token_id> prompt_ids;       ///< completions given token ids
   bool prompt_is_ids = false;
@@ -134,7 +143,7 @@ inline std::optional<api_error> parse_request(const std::string& body, bool chat
       const auto& m = (*v)[i];
       const std::string p = "messages[" + std::to_string(i) + "]";
       if (!m.is_object()) return wrong_type(p, m, "an object");
-      model::chat_message msg;
+      parsed_request::message_text msg;
       const auto* role = detail::member(m, "role");
       if (!role || !role->is_string()) return bad(p + ".role", "a message needs a string 'role'");
       msg.role = detail::text_of(*role);

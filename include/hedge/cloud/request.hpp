@@ -17,13 +17,12 @@
 #include "hedge/cloud/json_reader.hpp"
 #include "hedge/cloud/json_writer.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/model/chat_message.hpp"
 
 namespace hedge::cloud {
 
-struct chat_message {
-  std::string_view role;  ///< "system", "user", "assistant", ...
-  std::string_view content;
-};
+/// A conversation's message: model/chat_message.hpp's one type.
+using model::chat_message;
 
 /// Sampling and streaming options common to both endpoints. Unset optionals are not sent,
 /// so the server's defaults apply.

@@ -28,18 +28,16 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hedge/core/result.hpp"
+#include "hedge/model/chat_message.hpp"
 #include "hedge/model/tokenizer.hpp"
 
 namespace hedge::model {
-
-struct chat_message {
-  std::string role, content;
-};
 
 enum class chat_format { plain, chatml, llama3, gemma, phi3, llama2, zephyr };
 
@@ -88,7 +86,7 @@ class chat_renderer {
   [[nodiscard]] chat_format format() const noexcept { return format_; }
   [[nodiscard]] const std::vector<token_id>& stop_tokens() const noexcept { return stop_tokens_; }
 
-  result<std::vector<token_id>> render(const std::vector<chat_message>& messages) const {
+  result<std::vector<token_id>> render(std::span<const chat_message> messages) const {
     std::vector<token_id> out;
     const auto& settings = tok_->vocab().settings();
     if (format_ == chat_format::plain) {
@@ -133,7 +131,7 @@ class chat_renderer {
       case chat_format::chatml:
         for (const auto& m : messages) {
           HEDGE_TRY(marker("<|im_start|>"));
-          text += m.role + "\n" + m.content;
+          text.append(m.role).append("\n").append(m.content);
           HEDGE_TRY(marker("<|im_end|>"));
           text += "\n";
         }
@@ -146,7 +144,7 @@ class chat_renderer {
           HEDGE_TRY(marker("<|start_header_id|>"));
           text += m.role;
           HEDGE_TRY(marker("<|end_header_id|>"));
-          text += "\n\n" + m.content;
+          text.append("\n\n").append(m.content);
           HEDGE_TRY(marker("<|eot_id|>"));
         }
         HEDGE_TRY(marker("<|start_header_id|>"));
@@ -163,7 +161,7 @@ class chat_renderer {
             continue;
           }
           HEDGE_TRY(marker("<start_of_turn>"));
-          text += (m.role == "assistant" ? std::string("model") : m.role) + "\n";
+          text.append(m.role == "assistant" ? std::string_view("model") : m.role).append("\n");
           if (m.role == "user" && first_user && !system.empty()) text += system + "\n\n";
           if (m.role == "user") first_user = false;
           text += m.content;
@@ -176,8 +174,8 @@ class chat_renderer {
       }
       case chat_format::phi3:
         for (const auto& m : messages) {
-          HEDGE_TRY(marker("<|" + m.role + "|>"));
-          text += "\n" + m.content;
+          HEDGE_TRY(marker("<|" + std::string(m.role) + "|>"));
+          text.append("\n").append(m.content);
           HEDGE_TRY(marker("<|end|>"));
           text += "\n";
         }
@@ -193,7 +191,7 @@ class chat_renderer {
           } else if (m.role == "assistant") {
             if (open) text += " [/INST]";
             open = false;
-            text += " " + m.content + " ";
+            text.append(" ").append(m.content).append(" ");
             HEDGE_TRY(token(settings.eos));
           } else {
             if (open) text += " [/INST]";
@@ -209,7 +207,7 @@ class chat_renderer {
       }
       case chat_format::zephyr:
         for (const auto& m : messages) {
-          text += "<|" + m.role + "|>\n" + m.content;
+          text.append("<|").append(m.role).append("|>\n").append(m.content);
           HEDGE_TRY(token(settings.eos));
           text += "\n";
         }

@@ -314,6 +314,8 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
     const __m512 dx = _mm512_set1_ps(xq.d);
     acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[m]), _mm512_mul_ps(d, dx), acc[m]);
     acc[m] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_total), _mm512_mul_ps(dmin, dx), acc[m]);
+  }
+}
 
 /// Q5_0 (unpacked levels): the levels against x, minus 16 * sum(x) per block.
 template <int M>
