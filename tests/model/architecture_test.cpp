@@ -269,6 +269,22 @@ TEST(HostileFile, UnsupportedArchitecturesAndRopeScalingAreRefusedByName) {
   const auto file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned.data()), bytes.size()});
   ASSERT_TRUE(file.ok());
   expect_error(read_llama_config(*file).error(), errc::unsupported, "architecture 'mamba' is not supported");
+  // YaRN (Qwen's long-context files) is refused by name.
+  auto s = small("qwen2");
+  s.rope_scaling = 4.0f;
+  const auto linear = write_synthetic_gguf(s);
+  ASSERT_TRUE(linear.ok());
+  std::vector<std::byte> yarn(linear->span().begin(), linear->span().end());
+  const std::string_view from = "linear", to("yarn\0\0", 6);
+  const auto at = std::search(yarn.begin(), yarn.end(), reinterpret_cast<const std::byte*>(from.data()),
+                              reinterpret_cast<const std::byte*>(from.data()) + from.size());
+  ASSERT_NE(at, yarn.end());
+  // The string's length field (u64 before it) says 6: "yarn" and two NULs keep the layout.
+  std::copy_n(reinterpret_cast<const std::byte*>(to.data()), to.size(), at);
+  const auto aligned_yarn = hedge::test::aligned_copy(yarn);
+  const auto yarn_file = gguf_file::parse({reinterpret_cast<const std::byte*>(aligned_yarn.data()), yarn.size()});
+  ASSERT_TRUE(yarn_file.ok()) << yarn_file.error().message();
+  expect_error(read_llama_config(*yarn_file).error(), errc::unsupported, "RoPE scaling other than linear and longrope");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 //   <arch>.rope.dimension_count             key_length                    -> rope_dim
 //   <arch>.attention.layer_norm_rms_epsilon 1e-5                          -> norm_eps
 //   <arch>.rope.freq_base                   10000                         -> rope_theta
-//   <arch>.rope.scaling.type                linear (none and linear run; yarn and others are refused)
+//   <arch>.rope.scaling.type                linear (none, linear and longrope run; yarn and others are refused)
 //   <arch>.rope.scaling.factor              1                             -> 1 / rope_scale
 //   <arch>.rope.scaling.attn_factor         1                             -> rope_attention_factor
 //   <arch>.rope.scaling.original_context_length  context_length         -> rope_original_context
@@ -195,10 +195,11 @@ inline result<llama_config> read_llama_config(const gguf_file& file) noexcept {
   if (const auto value = file.find(key("rope.scaling.type"))) {
     auto type = value->as_string();
     if (!type) return type.error();
-    if (*type != "none" && *type != "linear") {
+    // longrope (Phi-3.5, Phi-4-mini) is linear scaling plus the rope_factors_* tensors.
+    if (*type != "none" && *type != "linear" && *type != "longrope") {
       error e{errc::unsupported};
       e << "key " << key("rope.scaling.type") << " is ";
-      return detail::append_name(e, *type) << ": RoPE scaling other than linear is not supported";
+      return detail::append_name(e, *type) << ": RoPE scaling other than linear and longrope is not supported";
     }
   }
   float rope_factor = 0.0f;

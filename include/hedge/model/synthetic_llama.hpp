@@ -173,8 +173,10 @@ result<void> add_synthetic_llama(gguf_writer& w, const synthetic_llama& s, synth
   if (s.rope_scaling != 0.0f) w.add(key("rope.scaling.type"), "linear").add(key("rope.scaling.factor"), s.rope_scaling);
   if (s.sliding_window != 0) w.add(key("attention.sliding_window"), s.sliding_window);
   if (s.sliding_pattern != 0) w.add(key("attention.sliding_window_pattern"), s.sliding_pattern);
-  if (s.rope_factors && phi3)
-    w.add(key("rope.scaling.attn_factor"), 1.19f).add(key("rope.scaling.original_context_length"), s.context / 2);
+  if (s.rope_factors && phi3)  // as llama.cpp's converter writes Phi-3.5's
+    w.add(key("rope.scaling.type"), "longrope")
+        .add(key("rope.scaling.attn_factor"), 1.19f)
+        .add(key("rope.scaling.original_context_length"), s.context / 2);
 
   std::uint64_t tensor = 0;
   // A vector when rows is 0: one row of cols values, written 1-D.
