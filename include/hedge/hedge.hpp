@@ -89,6 +89,7 @@
 #include "hedge/model/pre_tokenizer.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/sampler.hpp"
+#include "hedge/model/scoring.hpp"
 #include "hedge/model/synthetic_llama.hpp"
 #include "hedge/model/tokenizer.hpp"
 #include "hedge/model/unicode.hpp"

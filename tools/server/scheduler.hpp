@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -35,6 +36,7 @@
 #include "hedge/model/generate.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/sampler.hpp"
+#include "hedge/model/scoring.hpp"
 #include "hedge/model/tokenizer.hpp"
 #include "hedge/os/thread_pool.hpp"
 #include "metrics.hpp"
@@ -205,30 +207,13 @@ class scheduler {
     changed(j);
   }
 
-  /// The log-prob of `target` under `logits`, and the `top` most probable tokens.
+  /// The log-prob of `target` under `logits`, and the `top` most probable tokens (model/scoring.hpp).
   token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool strip) const {
-    double high = -std::numeric_limits<double>::infinity();
-    for (const float l : logits) high = std::max(high, static_cast<double>(l));
-    double sum = 0;
-    for (const float l : logits) sum += std::exp(static_cast<double>(l) - high);
-    const double log_sum = high + std::log(sum);
-    token_report r{piece(target, strip), static_cast<float>(logits[static_cast<std::size_t>(target)] - log_sum), {}};
-    // The `top` most probable, best first (ties: the lower id), by insertion into a short list.
-    const auto before = [&](model::token_id a, model::token_id b) {
-      return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
-    };
-    std::vector<model::token_id> best;
-    for (std::size_t i = 0; i < logits.size() && top > 0; ++i) {
-      const auto id = static_cast<model::token_id>(i);
-      if (best.size() < top) {
-        best.insert(std::upper_bound(best.begin(), best.end(), id, before), id);
-      } else if (logits[i] > logits[static_cast<std::size_t>(best.back())]) {
-        best.pop_back();
-        best.insert(std::upper_bound(best.begin(), best.end(), id, before), id);
-      }
-    }
-    for (const auto id : best)
-      r.top.emplace_back(piece(id), static_cast<float>(logits[static_cast<std::size_t>(id)] - log_sum));
+    const double log_sum = model::log_sum_exp(logits);
+    token_report r{piece(target, strip), model::log_probability(logits, target, log_sum), {}};
+    std::array<model::token_logprob, max_top_logprobs> best{};
+    const std::size_t n = model::most_probable(logits, log_sum, std::span(best).first(std::min(top, best.size())));
+    for (std::size_t k = 0; k < n; ++k) r.top.emplace_back(piece(best[k].id), best[k].logprob);
     return r;
   }
 
