@@ -204,63 +204,87 @@ TEST(GemvDispatch, BestRunsTheVariantItResolvesTo) {
 
 namespace {
 
-// Q6_K blocks of arbitrary bytes: every level 0..63 and int8 scale -128..127
-// (the reference quantizer never stores some of them, other quantizers may),
-// so each SIMD kernel's int16 and int32 intermediates are checked at their
-// extremes against the scalar reference, with the same tolerance; with Interleave
-// the kernels of the 8-row interleaved layout (repack.hpp), 9 rows: a full group and
-// a padded one.
-template <class A, bool Interleave = false>
-void expect_arbitrary_q6_k_blocks_match_scalar() {
+// Blocks of arbitrary bytes (with finite fp16 scales): for Q6_K every level 0..63 and
+// int8 scale -128..127, for Q5_0/Q5_1/Q5_K every fifth-bit pattern, level 0..31 and (Q5_K)
+// 6-bit scale and min 0..63 (the reference quantizers never store some of them, other
+// quantizers may), so each SIMD kernel's int16 and int32 intermediates are checked at their
+// extremes against the scalar reference, with the same tolerance; with Interleave the
+// kernels of the 8-row interleaved layout (repack.hpp), 9 rows: a full group and a padded one.
+template <class Block>
+void random_scales(Block& b, std::mt19937& rng) {
+  const auto scale = [&] { return hedge::f32_to_f16(std::ldexp(static_cast<float>(rng() % 2001) - 1000.f, -16)); };
+  b.d = scale();
+  if constexpr (requires { b.m; }) b.m = scale();
+  if constexpr (requires { b.dmin; }) b.dmin = scale();
+}
+
+/// The largest levels (and Q6_K's extreme scales, Q5_K's largest scales and mins).
+template <class Block>
+void extreme_levels(Block& b) {
+  if constexpr (requires { b.ql; }) {
+    b.scales[0] = -128;
+    b.scales[1] = 127;
+    std::memset(b.ql, 0xFF, sizeof b.ql);
+  } else {
+    std::memset(b.qs, 0xFF, sizeof b.qs);
+    if constexpr (requires { b.scales; }) std::memset(b.scales, 0xFF, sizeof b.scales);  // Q5_K
+  }
+  std::memset(b.qh, 0xFF, sizeof b.qh);
+}
+
+template <class W, class A, bool Interleave = false>
+void expect_arbitrary_blocks_match_scalar() {
   if (!A::supported()) return;
-  constexpr std::size_t rows = 9, kk = 1024, blocks = kk / q::q6_k::block_elements;
+  constexpr std::size_t rows = 9, kk = 1024, blocks = kk / W::block_elements;
   std::mt19937 rng(21);
-  std::vector<q::q6_k::block> w(rows * blocks);
+  std::vector<typename W::block> w(rows * blocks);
   for (auto& b : w) {
     auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
     for (std::size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
-    b.d = hedge::f32_to_f16(std::ldexp(static_cast<float>(rng() % 2001) - 1000.f, -16));
+    random_scales(b, rng);
   }
-  w[0].scales[0] = -128;  // the extremes at least once
-  w[0].scales[1] = 127;
-  std::memset(w[0].ql, 0xFF, sizeof w[0].ql);
-  std::memset(w[0].qh, 0xFF, sizeof w[0].qh);
-  const hedge::matrix_view<const q::q6_k::block> view(w.data(), rows, blocks);
+  extreme_levels(w[0]);
+  const hedge::matrix_view<const typename W::block> view(w.data(), rows, blocks);
   auto x = hedge::test::random_floats(kk, 22);
   x[3] = -8.f;  // the activation reaches -127 and 127
   x[700] = 8.f;
-  std::vector<std::byte> workspace(k::gemv_workspace_bytes<q::q6_k>(kk));
+  std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
   std::vector<float> y(rows), y_ref(rows);
   if constexpr (Interleave) {
-    std::vector<k::interleaved<q::q6_k>::block> packed(k::interleaved_blocks<q::q6_k>(rows, kk));
-    const auto repacked = k::repack<q::q6_k>(view, {packed.data(), packed.size()});
+    std::vector<typename k::interleaved<W>::block> packed(k::interleaved_blocks<W>(rows, kk));
+    const auto repacked = k::repack<W>(view, {packed.data(), packed.size()});
     ASSERT_TRUE(repacked);
-    ASSERT_TRUE((k::gemv<q::q6_k, A>(*repacked, {x.data(), kk}, {y.data(), rows}, workspace)));
+    ASSERT_TRUE((k::gemv<W, A>(*repacked, {x.data(), kk}, {y.data(), rows}, workspace)));
   } else {
-    ASSERT_TRUE((k::gemv<q::q6_k, A>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
+    ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
   }
-  ASSERT_TRUE((k::gemv<q::q6_k, hedge::arch::scalar>(view, {x.data(), kk}, {y_ref.data(), rows}, workspace)));
-  const hedge::test::activation_error<q::q6_k> act(x);
+  ASSERT_TRUE((k::gemv<W, hedge::arch::scalar>(view, {x.data(), kk}, {y_ref.data(), rows}, workspace)));
+  const hedge::test::activation_error<W> act(x);
   std::vector<float> values(kk);
   for (std::size_t r = 0; r < rows; ++r) {
-    ASSERT_TRUE(q::dequantize<q::q6_k>({w.data() + r * blocks, blocks}, {values.data(), kk}));
+    ASSERT_TRUE(q::dequantize<W>({w.data() + r * blocks, blocks}, {values.data(), kk}));
     double magnitude = 0;
     for (std::size_t c = 0; c < kk; ++c) magnitude += std::fabs(double(values[c]) * act.seen[c]);
-    EXPECT_NEAR(y[r], y_ref[r], 1e-5 * magnitude + 1e-6) << A::name << " row " << r;
+    EXPECT_NEAR(y[r], y_ref[r], 1e-5 * magnitude + 1e-6) << W::name << " " << A::name << " row " << r;
   }
 }
 
-TEST(GemvQ6_K, ArbitraryBlocksMatchScalar) {
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx2>();
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon>();
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon_dotprod>();
+template <class W>
+void expect_arbitrary_blocks_match_scalar_on_every_arch() {
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::avx2>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::neon>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::neon_dotprod>();
 }
 
+TEST(GemvQ6_K, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q6_k>(); }
+TEST(GemvQ5_0, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_0>(); }
+TEST(GemvQ5_1, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_1>(); }
+TEST(GemvQ5_K, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_k>(); }
 TEST(GemvQ6_K, ArbitraryBlocksMatchScalarInterleaved) {
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::scalar, true>();
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx2, true>();
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::avx512vnni, true>();
-  expect_arbitrary_q6_k_blocks_match_scalar<hedge::arch::neon_dotprod, true>();
+  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::scalar, true>();
+  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::avx2, true>();
+  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::avx512vnni, true>();
+  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::neon_dotprod, true>();
 }
 
 }  // namespace
