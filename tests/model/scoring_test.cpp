@@ -29,7 +29,7 @@ TEST(Scoring, LogProbabilityAndTopKMatchAFullSoftmaxAndSort) {
     EXPECT_NEAR(log_probability(logits, t, log_sum), std::log(std::exp(static_cast<double>(logits[t])) / sum), 1e-5);
   std::vector<int> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
   std::array<token_logprob, 8> top{};
   ASSERT_EQ(most_probable(logits, log_sum, top), 8u);
   for (std::size_t k = 0; k < 8; ++k) {
