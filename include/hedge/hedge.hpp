@@ -72,6 +72,7 @@
 #include "hedge/kv/shape.hpp"
 #include "hedge/model/bpe_merges.hpp"
 #include "hedge/model/byte_unicode.hpp"
+#include "hedge/model/chat_message.hpp"
 #include "hedge/model/chat_template.hpp"
 #include "hedge/model/checkpoint.hpp"
 #include "hedge/model/config.hpp"
