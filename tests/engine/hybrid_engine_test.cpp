@@ -713,7 +713,8 @@ TEST_F(engine_test, telemetry_counts_and_exports) {
   t.write_prometheus(prom);
   EXPECT_NE(json.find("\"escalations\":1"), std::string::npos) << json;
   EXPECT_NE(prom.find("hedge_engine_tier_retries_total{tier=\"cloud0\"} 1"), std::string::npos) << prom;
-  EXPECT_NE(prom.find("hedge_engine_tier_ttft_ms_bucket{tier=\"cloud0\",le=\"+Inf\"} 1"), std::string::npos);
+  EXPECT_NE(prom.find("hedge_engine_tier_ttft_seconds_bucket{tier=\"cloud0\",le=\"+Inf\"} 1"), std::string::npos);
+  EXPECT_NE(prom.find("hedge_engine_tier_ttft_seconds_bucket{tier=\"cloud0\",le=\"0.005\"}"), std::string::npos);
 }
 
 }  // namespace

@@ -201,23 +201,24 @@ class telemetry {
         line(metric, labels, static_cast<double>(value));
       }
       line("hedge_engine_tier_cost_total", labels, c.cost);
+      // Prometheus' conventions: histograms in seconds (the struct and the JSON keep ms).
       for (const auto& [name, h] : {std::pair<std::string_view, const latency_histogram*>{"ttft", &c.time_to_first_token},
                                     {"duration", &c.total}}) {
         std::string metric = "hedge_engine_tier_";
-        metric.append(name).append("_ms");
+        metric.append(name).append("_seconds");
         std::uint64_t cumulative = 0;
         for (std::size_t b = 0; b < h->counts.size(); ++b) {
           cumulative += h->counts[b];
           std::string le = labels;
           if (b < latency_histogram::bounds_ms.size()) {
-            std::snprintf(n, sizeof n, ",le=\"%g\"", latency_histogram::bounds_ms[b]);
+            std::snprintf(n, sizeof n, ",le=\"%g\"", latency_histogram::bounds_ms[b] / 1000.0);
             le.append(n);
           } else {
             le.append(",le=\"+Inf\"");
           }
           line(metric + "_bucket", le, static_cast<double>(cumulative));
         }
-        line(metric + "_sum", labels, h->sum_ms);
+        line(metric + "_sum", labels, h->sum_ms / 1000.0);
         line(metric + "_count", labels, static_cast<double>(h->count));
       }
     }
@@ -231,7 +232,7 @@ class telemetry {
  private:
   static double ms(std::chrono::nanoseconds d) noexcept { return std::chrono::duration<double, std::milli>(d).count(); }
 
-  static std::array<std::pair<std::string_view, std::uint64_t>, 15> counters(const tier_counters& c) noexcept {
+  static std::array<std::pair<std::string_view, std::uint64_t>, 13> counters(const tier_counters& c) noexcept {
     return {{{"requests", c.requests},
              {"calls", c.calls},
              {"input_tokens", c.input_tokens},
@@ -244,9 +245,7 @@ class telemetry {
              {"retries", c.retries},
              {"breaker_opened", c.breaker_opened},
              {"breaker_half_opened", c.breaker_half_opened},
-             {"breaker_closed", c.breaker_closed},
-             {"time_to_first_token_count", c.time_to_first_token.count},
-             {"duration_count", c.total.count}}};
+             {"breaker_closed", c.breaker_closed}}};
   }
 };
 
