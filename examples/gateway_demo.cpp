@@ -139,7 +139,7 @@ record send(client_type& client, const request_spec& spec, std::string_view phas
   r.phase = phase;
   std::vector<cloud::chat_message> messages;
   for (const auto& [role, content] : spec.messages) messages.push_back({role, content});
-  cloud::generation_options o;
+  cloud::request_options o;
   o.max_tokens = spec.max_tokens;
   o.temperature = 0.8;
   o.top_p = 0.9;

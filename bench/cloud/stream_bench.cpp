@@ -142,7 +142,7 @@ void BM_ClientStream(benchmark::State& state) {
   auto client = std::make_unique<hedge::cloud::cloud_client<replay_transport>>(
       transport, hedge::cloud::endpoint{.base_path = "/v1", .model = "gpt-4o-mini", .api_key = "sk-bench", .limits = {}});
   const hedge::cloud::chat_message messages[] = {{"user", "Tell me a story about a girl named Lily."}};
-  hedge::cloud::generation_options options;
+  hedge::cloud::request_options options;
   options.include_usage = true;
   if (top > 0) options.top_logprobs = top;
   std::size_t text = 0;

@@ -36,7 +36,7 @@ struct harness {
     config.limits.first_byte = 5s;
     client = std::make_unique<client_type>(transport, config, fake_clock{&now});
   }
-  call_outcome stream(generation_options o = {}, const std::atomic<bool>* cancel = nullptr) {
+  call_outcome stream(request_options o = {}, const std::atomic<bool>* cancel = nullptr) {
     const chat_message messages[] = {{"user", "Tell me a story."}};
     return client->stream_chat(messages, o, [&](const choice_delta& d) {
       text += d.text;
@@ -49,7 +49,7 @@ struct harness {
 TEST(Client, StreamsAChatAndRecordsTheRequest) {
   harness h;
   h.transport.body = fixture("openai_chat_stream.sse");
-  generation_options o;
+  request_options o;
   o.max_tokens = 16;
   o.include_usage = true;
   const call_outcome out = h.stream(o);
@@ -262,7 +262,7 @@ TEST(Client, NonStreamedChat) {
   h.transport.body = fixture("openai_chat.json");
   std::string body(1024, '\0');
   const chat_message messages[] = {{"user", "Hi"}};
-  generation_options o;
+  request_options o;
   o.top_logprobs = 1;
   std::size_t tokens = 0;
   const call_outcome out = h.client->chat(messages, o, body, [&](const choice_delta& d) {
@@ -292,7 +292,7 @@ TEST(Client, CompletionEndpointWithEcho) {
   h.transport.content_type = "application/json";
   h.transport.body = fixture("vllm_completion_echo.json");
   std::string body(2048, '\0');
-  generation_options o;
+  request_options o;
   o.max_tokens = 1;
   o.top_logprobs = 2;
   std::string tokens;

@@ -41,7 +41,7 @@ TEST(NoHeap, ClientCallsAllocateNothing) {
   auto client = std::make_unique<cloud_client<fake_transport, fake_clock>>(
       transport, endpoint{.base_path = "/v1", .model = "m", .api_key = "k", .limits = {}}, fake_clock{&now});
   const chat_message messages[] = {{"user", "Hi"}};
-  generation_options o;
+  request_options o;
   o.top_logprobs = 5;
   o.extra = R"({"min_p":0.1})";
   for (const char* file : {"openai_chat_stream_logprobs.sse", "vllm_chat_stream.sse", "openai_error_429.json"}) {

@@ -16,7 +16,7 @@ TEST(Request, ChatWithEveryOption) {
   char buffer[1024];
   const chat_message messages[] = {{"system", "Be brief."}, {"user", "Say \"hi\"\n"}};
   const std::string_view stop[] = {"\n\n", "END"};
-  generation_options o;
+  request_options o;
   o.max_tokens = 64;
   o.temperature = 0.7;
   o.top_p = 0.95;
@@ -37,7 +37,7 @@ TEST(Request, ChatMinimalLeavesServerDefaults) {
   char buffer[256];
   const chat_message messages[] = {{"user", "Hi"}};
   EXPECT_EQ(text(write_chat_request(buffer, "", messages, {})), R"({"messages":[{"role":"user","content":"Hi"}]})");
-  generation_options o;
+  request_options o;
   o.top_logprobs = 0;  // the chosen token's log-prob only
   const std::string_view stop[] = {"."};
   o.stop = stop;
@@ -48,7 +48,7 @@ TEST(Request, ChatMinimalLeavesServerDefaults) {
 
 TEST(Request, CompletionWithEchoAndLogprobs) {
   char buffer[256];
-  generation_options o;
+  request_options o;
   o.max_tokens = 1;
   o.top_logprobs = 2;
   o.temperature = 0;
@@ -64,17 +64,17 @@ TEST(Request, RefusesBadInput) {
   EXPECT_EQ(r.error().code(), hedge::errc::invalid_argument);
   const chat_message ok_messages[] = {{"user", "x"}};
   EXPECT_FALSE(write_chat_request(buffer, "m", {}, {}));
-  generation_options o;
+  request_options o;
   o.top_logprobs = 21;
   EXPECT_EQ(write_chat_request(buffer, "m", ok_messages, o).error().code(), hedge::errc::invalid_argument);
   for (std::string_view extra : {"[1]", "{\"a\":", "{\"a\":1} x", "{\"a\":1}{}", "\"s\""}) {
-    generation_options e;
+    request_options e;
     e.extra = extra;
     auto w = write_chat_request(buffer, "m", ok_messages, e);
     EXPECT_FALSE(w) << extra;
   }
   std::string deep(100, '[');
-  generation_options d;
+  request_options d;
   std::string deep_extra = "{\"a\":" + deep + std::string(100, ']') + "}";
   d.extra = deep_extra;
   char big[1024];
@@ -87,7 +87,7 @@ TEST(Request, ReportsASmallBuffer) {
   EXPECT_EQ(write_chat_request(buffer, "m", messages, {}).error().code(), hedge::errc::capacity_exceeded);
   // The extra fields' check needs their size again in spare room.
   char small[64];
-  generation_options o;
+  request_options o;
   o.extra = R"({"min_p": 0.05, "top_k": 40})";
   EXPECT_EQ(write_chat_request(small, "m", messages, o).error().code(), hedge::errc::capacity_exceeded);
 }

@@ -30,14 +30,14 @@ TEST(Scoring, LogProbabilityAndTopKMatchAFullSoftmaxAndSort) {
   std::vector<int> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
-  std::array<token_logprob, 8> top{};
+  std::array<id_logprob, 8> top{};
   ASSERT_EQ(most_probable(logits, log_sum, top), 8u);
   for (std::size_t k = 0; k < 8; ++k) {
     EXPECT_EQ(top[k].id, order[k]) << k;
     EXPECT_FLOAT_EQ(top[k].logprob, log_probability(logits, order[k], log_sum));
   }
   const std::array<float, 3> tiny{1.0f, 3.0f, 2.0f};
-  std::array<token_logprob, 8> more{};
+  std::array<id_logprob, 8> more{};
   ASSERT_EQ(most_probable(tiny, log_sum_exp(tiny), more), 3u);
   EXPECT_EQ(more[0].id, 1);
   EXPECT_EQ(more[2].id, 0);

@@ -65,7 +65,7 @@ bool parse(std::string_view s, T& out) {
 struct options {
   std::string url, prompt, system, model, ca_file, extra;
   bool has_prompt = false, completion = false, stream = true, use_key = true;
-  cloud::generation_options generation;
+  cloud::request_options generation;
   cloud::transport_limits limits;
 };
 

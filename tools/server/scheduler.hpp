@@ -211,7 +211,7 @@ class scheduler {
   token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool strip) const {
     const double log_sum = model::log_sum_exp(logits);
     token_report r{piece(target, strip), model::log_probability(logits, target, log_sum), {}};
-    std::array<model::token_logprob, max_top_logprobs> best{};
+    std::array<model::id_logprob, max_top_logprobs> best{};
     const std::size_t n = model::most_probable(logits, log_sum, std::span(best).first(std::min(top, best.size())));
     for (std::size_t k = 0; k < n; ++k) r.top.emplace_back(piece(best[k].id), best[k].logprob);
     return r;

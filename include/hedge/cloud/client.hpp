@@ -140,7 +140,7 @@ class cloud_client {
   void set_limits(const transport_limits& limits) noexcept { config_.limits = limits; }
 
   /// POST {base}/chat/completions with stream: true; on_delta gets every delta as it arrives.
-  call_outcome stream_chat(std::span<const chat_message> messages, generation_options options,
+  call_outcome stream_chat(std::span<const chat_message> messages, request_options options,
                            delta_callback on_delta, const std::atomic<bool>* cancel = nullptr) noexcept {
     options.stream = true;
     auto body = write_chat_request(request_, config_.model, messages, options);
@@ -149,7 +149,7 @@ class cloud_client {
   }
 
   /// POST {base}/completions with stream: true.
-  call_outcome stream_completion(std::string_view prompt, generation_options options, delta_callback on_delta,
+  call_outcome stream_completion(std::string_view prompt, request_options options, delta_callback on_delta,
                                  bool echo = false, const std::atomic<bool>* cancel = nullptr) noexcept {
     options.stream = true;
     auto body = write_completion_request(request_, config_.model, prompt, options, echo);
@@ -159,7 +159,7 @@ class cloud_client {
 
   /// POST {base}/chat/completions without streaming. The whole body is kept in
   /// `body_buffer` (one byte more than the body) and read in place once complete.
-  call_outcome chat(std::span<const chat_message> messages, generation_options options, std::span<char> body_buffer,
+  call_outcome chat(std::span<const chat_message> messages, request_options options, std::span<char> body_buffer,
                     delta_callback on_delta, const std::atomic<bool>* cancel = nullptr) noexcept {
     options.stream = false;
     auto body = write_chat_request(request_, config_.model, messages, options);
@@ -168,7 +168,7 @@ class cloud_client {
   }
 
   /// POST {base}/completions without streaming (echo + logprobs scores the prompt).
-  call_outcome completion(std::string_view prompt, generation_options options, std::span<char> body_buffer,
+  call_outcome completion(std::string_view prompt, request_options options, std::span<char> body_buffer,
                           delta_callback on_delta, bool echo = false,
                           const std::atomic<bool>* cancel = nullptr) noexcept {
     options.stream = false;

@@ -26,7 +26,7 @@ using model::chat_message;
 
 /// Sampling and streaming options common to both endpoints. Unset optionals are not sent,
 /// so the server's defaults apply.
-struct generation_options {
+struct request_options {
   std::optional<std::int64_t> max_tokens;
   std::optional<double> temperature;
   std::optional<double> top_p;
@@ -40,7 +40,7 @@ struct generation_options {
 
 namespace detail {
 
-inline void write_common(json_writer& w, std::string_view model, const generation_options& o) noexcept {
+inline void write_common(json_writer& w, std::string_view model, const request_options& o) noexcept {
   if (!model.empty()) w.key("model").string(model);
   if (o.max_tokens) w.key("max_tokens").integer(*o.max_tokens);
   if (o.temperature) w.key("temperature").number(*o.temperature);
@@ -84,7 +84,7 @@ inline void write_extra(json_writer& w, std::string_view extra) noexcept {
 /// The body of POST /chat/completions. Returns a view into `out`.
 inline result<std::string_view> write_chat_request(std::span<char> out, std::string_view model,
                                                    std::span<const chat_message> messages,
-                                                   const generation_options& options) noexcept {
+                                                   const request_options& options) noexcept {
   if (messages.empty()) return error{errc::invalid_argument} << "a chat request needs at least one message";
   json_writer w(out);
   w.begin_object();
@@ -107,7 +107,7 @@ inline result<std::string_view> write_chat_request(std::span<char> out, std::str
 /// The body of POST /completions (the legacy text endpoint). `echo` returns the prompt's
 /// tokens, with their log-probs when top_logprobs is set (continuation scoring).
 inline result<std::string_view> write_completion_request(std::span<char> out, std::string_view model,
-                                                         std::string_view prompt, const generation_options& options,
+                                                         std::string_view prompt, const request_options& options,
                                                          bool echo = false) noexcept {
   json_writer w(out);
   w.begin_object();

@@ -75,7 +75,7 @@ class cloud_tier {
     }
     pending_ = false;
     client_.set_limits(call_.limits);
-    cloud::generation_options o;
+    cloud::request_options o;
     o.max_tokens = call_.max_tokens;
     o.temperature = call_.sampling.temperature;
     o.top_p = call_.sampling.top_p;

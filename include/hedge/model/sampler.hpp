@@ -59,8 +59,9 @@ struct sampler_config {
   }
 };
 
-/// A token and its log-probability.
-struct token_logprob {
+/// A token id and its log-probability (cloud::token_logprob is a token as a server reports
+/// it: text, bytes, alternatives).
+struct id_logprob {
   std::int32_t id = 0;
   float logprob = 0.0f;
 };
@@ -71,14 +72,14 @@ struct token_choice {
   std::int32_t id = 0;
   float logprob = 0.0f;  ///< log p(id)
   float entropy = 0.0f;  ///< -sum p log p, in nats
-  std::array<token_logprob, max_alternatives> alternatives{};  ///< most probable first
+  std::array<id_logprob, max_alternatives> alternatives{};  ///< most probable first
   std::size_t alternative_count = 0;
 };
 
 /// Workspace bytes `sampler::sample` needs for a vocabulary: the ranked candidates, and a
 /// copy of the logits the draw overwrites.
 constexpr std::size_t sampler_workspace_bytes(std::size_t vocab) noexcept {
-  return vocab * (sizeof(token_logprob) + sizeof(float));
+  return vocab * (sizeof(id_logprob) + sizeof(float));
 }
 
 /// Chooses tokens with a configuration and a generator.
@@ -102,8 +103,8 @@ class sampler {
                                             << sampler_workspace_bytes(n) << " needed for " << n << " tokens";
     HEDGE_TRY(config_.check());
     if (alternatives > token_choice::max_alternatives) alternatives = token_choice::max_alternatives;
-    auto* candidates = reinterpret_cast<token_logprob*>(workspace.data());
-    auto* penalised = reinterpret_cast<float*>(workspace.data() + n * sizeof(token_logprob));
+    auto* candidates = reinterpret_cast<id_logprob*>(workspace.data());
+    auto* penalised = reinterpret_cast<float*>(workspace.data() + n * sizeof(id_logprob));
 
     apply_repetition_penalty(logits, recent);
     token_choice choice;
@@ -131,7 +132,7 @@ class sampler {
   }
 
   /// Log-sum-exp, entropy and the top alternatives of softmax(logits), in double.
-  result<void> describe(std::span<const float> logits, std::size_t alternatives, token_logprob* scratch,
+  result<void> describe(std::span<const float> logits, std::size_t alternatives, id_logprob* scratch,
                         token_choice& choice) noexcept {
     double top = -std::numeric_limits<double>::infinity();
     for (const float l : logits) {
@@ -157,7 +158,7 @@ class sampler {
     return ok();
   }
 
-  static bool more_probable(const token_logprob& a, const token_logprob& b) noexcept {
+  static bool more_probable(const id_logprob& a, const id_logprob& b) noexcept {
     return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
   }
 
@@ -169,7 +170,7 @@ class sampler {
   }
 
   /// Steps 2-4 on the logits (overwritten by the probabilities).
-  std::int32_t draw(std::span<float> x, token_logprob* candidates) noexcept {
+  std::int32_t draw(std::span<float> x, id_logprob* candidates) noexcept {
     const std::size_t n = x.size();
     for (float& v : x) v /= config_.temperature;
     softmax(x);

@@ -33,7 +33,7 @@ namespace hedge::model {
 
 /// The out.size() most probable tokens, best first (ties: the lower id), with their
 /// log-probabilities; returns how many were written (fewer when the vocabulary is smaller).
-inline std::size_t most_probable(std::span<const float> logits, double log_sum, std::span<token_logprob> out) noexcept {
+inline std::size_t most_probable(std::span<const float> logits, double log_sum, std::span<id_logprob> out) noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < logits.size() && !out.empty(); ++i) {
     if (n == out.size() && !(logits[i] > logits[static_cast<std::size_t>(out[n - 1].id)])) continue;
@@ -43,7 +43,7 @@ inline std::size_t most_probable(std::span<const float> logits, double log_sum, 
       out[at] = out[at - 1];
       --at;
     }
-    out[at] = token_logprob{static_cast<token_id>(i), 0.0f};
+    out[at] = id_logprob{static_cast<token_id>(i), 0.0f};
     if (n < out.size()) ++n;
   }
   for (std::size_t k = 0; k < n; ++k) out[k].logprob = log_probability(logits, out[k].id, log_sum);
