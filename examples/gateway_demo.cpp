@@ -192,6 +192,7 @@ void print(const record& r) {
   std::printf("  route: %s (%s); answered by %s; first token %.1f ms, total %.1f ms\n", r.mode.c_str(),
               r.reason.c_str(), tiers.empty() ? "nobody" : tiers.c_str(), r.ttft_ms, r.total_ms);
   if (r.handoff_at >= 0) std::printf("  hand-off at token %ld%s\n", r.handoff_at, r.escalated ? " (escalated)" : r.fallback ? " (fallback)" : "");
+  else if (r.fallback && r.reason == "budget_exhausted") std::printf("  over the hourly budget: the edge answered\n");
   else if (r.fallback) std::printf("  fallback: the cloud failed, the edge answered\n");
   if (r.retries > 0) std::printf("  %d retr%s\n", r.retries, r.retries == 1 ? "y" : "ies");
   if (r.redactions > 0) std::printf("  %d personal data span(s) sent as placeholders\n", r.redactions);
@@ -271,7 +272,7 @@ int main(int argc, char** argv) {
   // The gateway: the edge model, the cloud behind it, prices and an hourly budget; one
   // worker, so its circuit breaker is the one the burst trips.
   server_process gateway(server, {"-m", edge_model, "--ctx-size", "256", "--cloud", cloud_url, "--cloud-price", "150,600", "--budget",
-                                  quick ? "0.2/hour" : "0.3/hour", "--gateway-workers", "1", "--queue", "8"});
+                                  quick ? "0.35/hour" : "0.45/hour", "--gateway-workers", "1", "--queue", "8"});
   if (gateway.url().empty()) return std::fprintf(stderr, "the gateway did not start\n"), 1;
   std::printf("cloud:   %s%s\ngateway: %s (edge: %s, context 256)\n", cloud_url.c_str(),
               external_cloud.empty() ? " (hedge-server, 8 ms per token, priced 150/600 per 1M tokens)" : "",
