@@ -155,6 +155,22 @@ void start_object(json_writer& w, const response_head& h, const char* object) {
   put_text(w, h.model);
 }
 
+/// A whole answer's text: {"message": {"role", "content"}} for chat, "text" for completions.
+void put_answer(json_writer& w, bool chat, std::string_view text) {
+  if (chat) {
+    put_key(w, "message");
+    w.StartObject();
+    put_key(w, "role");
+    w.String("assistant");
+    put_key(w, "content");
+    put_text(w, text);
+    w.EndObject();
+  } else {
+    put_key(w, "text");
+    put_text(w, text);
+  }
+}
+
 void put_usage(json_writer& w, std::size_t prompt, std::size_t completion) {
   put_key(w, "usage");
   w.StartObject();
@@ -619,18 +635,7 @@ class server_app {
     w.StartObject();
     put_key(w, "index");
     w.Uint(0);
-    if (h.chat) {
-      put_key(w, "message");
-      w.StartObject();
-      put_key(w, "role");
-      w.String("assistant");
-      put_key(w, "content");
-      put_text(w, text);
-      w.EndObject();
-    } else {
-      put_key(w, "text");
-      put_text(w, text);
-    }
+    put_answer(w, h.chat, text);
     put_key(w, "logprobs");
     w.Null();
     put_key(w, "finish_reason");
@@ -669,18 +674,7 @@ class server_app {
     w.StartObject();
     put_key(w, "index");
     w.Uint(0);
-    if (h.chat) {
-      put_key(w, "message");
-      w.StartObject();
-      put_key(w, "role");
-      w.String("assistant");
-      put_key(w, "content");
-      put_text(w, text);
-      w.EndObject();
-    } else {
-      put_key(w, "text");
-      put_text(w, text);
-    }
+    put_answer(w, h.chat, text);
     put_key(w, "logprobs");
     if (!r.logprobs) w.Null();
     else if (h.chat) put_chat_logprobs(w, tokens);

@@ -322,10 +322,8 @@ class hybrid_engine {
   engine_outcome finish(run_state& st) {
     engine_outcome& out = *st.outcome;
     out.total = elapsed(st);
-    double cost = 0.0;
-    for (const tier_report& t : out.tiers) cost += t.cost;
-    out.cost = cost;
-    if (cost > 0) budget_.charge(cost);
+    out.cost = out_cost(out);
+    if (out.cost > 0) budget_.charge(out.cost);
     if (!out.ok()) out.finish_reason = "error";
     observer_.on_outcome(out);
     return out;
@@ -586,14 +584,10 @@ class hybrid_engine {
       if (out.tokens == 0 && st.ttft_deadline && clock_.now() >= *st.ttft_deadline) remaining = std::chrono::milliseconds(0);
       const auto delay = retry_.next_delay(attempt, code, result.retry_after, remaining, jitter_);
       if (!delay || breakers_[i].state() == route::circuit::open) return result.status;
-      engine_event e;
-      e.kind = event_kind::retry;
-      e.tier = tier_id::cloud_at(i);
+      engine_event e = event_at(st, event_kind::retry, tier_id::cloud_at(i));
       e.failure = code;
       e.attempt = attempt + 1;
       e.delay = *delay;
-      e.at_token = out.tokens;
-      e.at_byte = delivered_.size();
       ++out.retries;
       emit(st, e);
       clock_.sleep_for(std::chrono::duration_cast<typename C::duration>(*delay));
@@ -878,40 +872,37 @@ class hybrid_engine {
     emit(st, e);
   }
 
+  /// An event of `kind` about `tier`, placed at what has been delivered so far.
+  engine_event event_at(const run_state& st, event_kind kind, tier_id tier) const noexcept {
+    engine_event e;
+    e.kind = kind;
+    e.tier = tier;
+    e.at_token = st.outcome->tokens;
+    e.at_byte = delivered_.size();
+    return e;
+  }
+
   void emit_handoff(run_state& st, tier_id from, tier_id to, handoff_reason why) {
     engine_outcome& out = *st.outcome;
     ++out.handoffs;
     if (!out.handoff_at_token) out.handoff_at_token = out.tokens;
-    engine_event e;
-    e.kind = event_kind::handoff;
+    engine_event e = event_at(st, event_kind::handoff, to);
     e.from = from;
-    e.tier = to;
     e.why = why;
-    e.at_token = out.tokens;
-    e.at_byte = delivered_.size();
     emit(st, e);
   }
 
   void emit_fallback(run_state& st, tier_id from, tier_id to, errc failure) {
-    engine_outcome& out = *st.outcome;
-    out.fell_back = true;
-    engine_event e;
-    e.kind = event_kind::fallback;
+    st.outcome->fell_back = true;
+    engine_event e = event_at(st, event_kind::fallback, to);
     e.from = from;
-    e.tier = to;
     e.failure = failure;
-    e.at_token = out.tokens;
-    e.at_byte = delivered_.size();
     emit(st, e);
   }
 
   void emit_breaker(run_state& st, std::size_t cloud, breaker_transition t) {
-    engine_event e;
-    e.kind = event_kind::breaker;
-    e.tier = tier_id::cloud_at(cloud);
+    engine_event e = event_at(st, event_kind::breaker, tier_id::cloud_at(cloud));
     e.transition = t;
-    e.at_token = st.outcome->tokens;
-    e.at_byte = delivered_.size();
     emit(st, e);
   }
 
