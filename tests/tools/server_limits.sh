@@ -85,11 +85,13 @@ head -c 7900000 /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt":"/; s/$/"}/' > "$wo
 status=$(curl -s -m 20 -o "$work/long.json" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/long-prompt.json" "$url/v1/completions")
 check "2. a 7.9 MB prompt: 400 context_length_exceeded" [ "$status/$(jq -r .error.code "$work/long.json" 2> /dev/null)" = 400/context_length_exceeded ]
+peak_below "2. a 7.9 MB prompt"
+fresh
 head -c 7900000 /dev/zero | tr '\0' 'a' | sed 's/^/{"messages":[{"role":"user","content":"/; s/$/"}]}/' > "$work/long-chat.json"
 status=$(curl -s -m 20 -o "$work/long-chat.out" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary @"$work/long-chat.json" "$url/v1/chat/completions")
 check "2. a 7.9 MB chat message: 400 context_length_exceeded" [ "$status/$(jq -r .error.code "$work/long-chat.out" 2> /dev/null)" = 400/context_length_exceeded ]
-peak_below "2. 7.9 MB prompts"
+peak_below "2. a 7.9 MB chat message"
 rm -f "$work"/*prompt.json "$work/long-chat.json"
 
 # 3. Endless header lines.

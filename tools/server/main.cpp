@@ -383,8 +383,7 @@ class server_app {
   /// it; the worker answers it.
   void complete(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
     auto j = std::make_shared<job>();
-    if (auto e = parse_request(req.body, chat, j->request)) return send_error(res, endpoint, *e);
-    req.body = std::string();
+    if (auto e = parse_request(std::move(req.body), chat, j->request)) return send_error(res, endpoint, *e);
     const parsed_request& r = j->request;
     if (r.model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r.model.size()) + " bytes, more than " +
@@ -454,8 +453,7 @@ class server_app {
   /// writes the response as the engine's events come (routed: the head; tokens: chunks).
   void complete_hybrid(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
     auto r = std::make_shared<parsed_request>();
-    if (auto e = parse_request(req.body, chat, *r)) return send_error(res, endpoint, *e);
-    req.body = std::string();
+    if (auto e = parse_request(std::move(req.body), chat, *r)) return send_error(res, endpoint, *e);
     if (r->model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r->model.size()) + " bytes, more than " +
                                                  std::to_string(max_model_name_bytes), "model", {}});

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hedge/model/chat_template.hpp"
@@ -118,13 +119,14 @@ inline std::optional<api_error> read_content(const json::value& v, const std::st
 
 }  // namespace detail
 
-/// Parses and checks a request body for `/v1/chat/completions` (chat) or `/v1/completions`.
-inline std::optional<api_error> parse_request(const std::string& body, bool chat, parsed_request& r) {
+/// Parses and checks a request body for `/v1/chat/completions` (chat) or `/v1/completions`;
+/// the body is parsed in place (moved in when the caller is done with it).
+inline std::optional<api_error> parse_request(std::string body, bool chat, parsed_request& r) {
   using detail::bad;
   using detail::wrong_type;
   r.chat = chat;
   json::value d;
-  if (auto failure = json::parse(body, d)) return bad({}, failure->message);
+  if (auto failure = json::parse(std::move(body), d)) return bad({}, failure->message);
   if (!d.is_object()) return bad({}, std::string("the body must be a JSON object, not ") + detail::type_name(d));
   const auto field = [&](const char* name) -> const json::value* {
     const auto* m = detail::member(d, name);
