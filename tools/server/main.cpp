@@ -66,7 +66,9 @@ constexpr const char* usage_text =
     "  --cloud-price IN,OUT / --edge-price IN,OUT  prices per million tokens (router, budget, telemetry)\n"
     "  --budget AMOUNT[/hour|/day]  cloud spending per period (default: none)\n"
     "  --gateway-workers N  gateway requests run at once (default 8)\n"
-    "  --token-delay-ms N   wait N ms before each generated token (a slower model, for demos and tests)\n"
+    "  --token-delay-ms N   wait N ms per forward pass: before each generated token and once per echo\n"
+    "                       scoring pass (an emulated slower model, for demos and benchmarks)\n"
+    "  --round-trip-ms N    wait N ms before a request's first output (an emulated network round trip)\n"
     "prints 'listening on http://HOST:PORT' once it accepts connections\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 a model or socket error, 2 a usage error\n";
 
@@ -485,6 +487,7 @@ class server_app {
     if (m == "edge") return engine::mode::edge_only;
     if (m == "cloud") return engine::mode::cloud_first;
     if (m == "race") return engine::mode::race;
+    if (m == "speculative") return engine::mode::speculative;
     return engine::mode::automatic;
   }
 
@@ -821,6 +824,7 @@ struct options {
   std::size_t threads = 1, context = 0, queue = 16;
   gateway_options gateway;
   unsigned token_delay_ms = 0;
+  unsigned round_trip_ms = 0;
 };
 
 /// "IN,OUT": prices per million input and output tokens.
@@ -869,6 +873,7 @@ int main(int argc, char** argv) {
     else if (a == "--edge-price") ok = parse_prices(v, o.gateway.engine.edge_prices);
     else if (a == "--budget") ok = parse_budget(v, o.gateway.engine.budget);
     else if (a == "--token-delay-ms") ok = parse(v, o.token_delay_ms) && o.token_delay_ms <= 10'000;
+    else if (a == "--round-trip-ms") ok = parse(v, o.round_trip_ms) && o.round_trip_ms <= 10'000;
     else if (a == "--gateway-workers") ok = parse(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
     else return usage_error("unknown option " + std::string(a));
     if (!ok) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
@@ -901,6 +906,7 @@ int main(int argc, char** argv) {
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
   (*e)->set_token_delay(std::chrono::milliseconds(o.token_delay_ms));
+  (*e)->set_round_trip(std::chrono::milliseconds(o.round_trip_ms));
   server_app app(std::move(*e), name, o.queue, metrics);
   if (!o.gateway.clouds.empty()) {
     // A key for the clouds comes from the environment or a file, never a flag (os/api_key.hpp).

@@ -5,7 +5,8 @@
 // (completions: a string, a list of one string, or a list of token ids), max_tokens and
 // max_completion_tokens, temperature, top_p, seed, stop (a string or a list), stream,
 // stream_options.include_usage, logprobs and top_logprobs (chat: a flag and a count;
-// completions: logprobs is the count), echo (completions), n (1 only), and ignore_eos
+// completions: logprobs is the count), echo (completions), return_tokens_as_token_ids
+// (vLLM's: log-probs name tokens "token_id:N"), n (1 only), and ignore_eos
 // (an extension of vLLM and llama.cpp's server: no stop on a stop token). Other fields are
 // ignored, as vLLM and llama.cpp's server ignore them; a known field of the wrong type or
 // out of range is an error naming it (`param`). Fields that are null count as absent.
@@ -63,6 +64,7 @@ struct parsed_request {
   bool logprobs = false;         ///< report the tokens' log-probs
   std::size_t top_logprobs = 0;  ///< alternatives per token
   bool echo = false;             ///< completions: the prompt, and its log-probs with logprobs
+  bool return_tokens_as_token_ids = false;  ///< log-probs name tokens "token_id:N" (vLLM's field)
   bool ignore_eos = false;       ///< vLLM's and llama.cpp's extension: no stop on EOS
   /// The gateway's per-request controls: the body's optional `hedge` object (docs/cloud.md).
   struct hedge_controls {
@@ -253,6 +255,10 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
       if (auto e = count("logprobs", *v, r.top_logprobs)) return e;
       r.logprobs = true;
     }
+    if (const auto* v = field("return_tokens_as_token_ids")) {
+      if (!v->is_bool()) return wrong_type("return_tokens_as_token_ids", *v, "a boolean");
+      r.return_tokens_as_token_ids = v->as_bool();
+    }
     if (const auto* v = field("echo")) {
       if (!v->is_bool()) return wrong_type("echo", *v, "a boolean");
       r.echo = v->as_bool();
@@ -291,8 +297,8 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
     }
     if (const auto* m = detail::member(*v, "mode"); m && !m->is_null()) {
       const std::string mode = m->is_string() ? detail::text_of(*m) : std::string();
-      if (mode != "auto" && mode != "edge" && mode != "cloud" && mode != "race")
-        return bad("hedge.mode", "'hedge.mode' must be auto, edge, cloud or race");
+      if (mode != "auto" && mode != "edge" && mode != "cloud" && mode != "race" && mode != "speculative")
+        return bad("hedge.mode", "'hedge.mode' must be auto, edge, cloud, race or speculative");
       h.mode = mode;
     }
     if (const auto* f = detail::member(*v, "fallback"); f && !f->is_null()) {

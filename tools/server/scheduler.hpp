@@ -10,7 +10,11 @@
 // generation: back-pressure). A job whose client left (`cancelled`) is skipped if still
 // waiting, and stops at its next token if running: the generator's callback returns false.
 // shutdown() ends waiting jobs with 503 and cancels the running one, which ends with the same
-// 503 error (a stream sends it as an error event). The session is rolled back before each job.
+// 503 error (a stream sends it as an error event).
+// The session keeps the last prompt decoded: the next job rolls back only to the prefix it
+// shares with it and decodes the rest (llama.cpp's server calls this cache_prompt), and echo
+// scoring reuses the log-probs of the shared positions. A speculative client that sends
+// the context plus a draft each round costs the draft's positions, not the whole context.
 #pragma once
 
 #include <algorithm>
@@ -120,8 +124,12 @@ class scheduler {
     if (worker_.joinable()) worker_.join();
   }
 
-  /// A delay before each generated token: a slower model, for demonstrations and tests.
+  /// An emulated slower model, for demonstrations and benchmarks: a delay per forward pass,
+  /// that is before each generated token and once per echo-scoring pass (an accelerator
+  /// bound by memory reads the weights once for a batch of positions, as for one).
   void set_token_delay(std::chrono::milliseconds d) noexcept { token_delay_ = d; }
+  /// An emulated network round trip: a delay before a job's first output.
+  void set_round_trip(std::chrono::milliseconds d) noexcept { round_trip_ = d; }
 
   [[nodiscard]] bool stopping() const {
     std::lock_guard lock(mutex_);
@@ -208,13 +216,35 @@ class scheduler {
   }
 
   /// The log-prob of `target` under `logits`, and the `top` most probable tokens (model/scoring.hpp).
-  token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool strip) const {
+  /// A token as the response names it: its text, or "token_id:N" when the request asked
+  /// for ids (vLLM's return_tokens_as_token_ids: unambiguous where texts collide).
+  [[nodiscard]] std::string name(model::token_id id, bool as_id, bool strip = false) const {
+    return as_id ? "token_id:" + std::to_string(id) : piece(id, strip);
+  }
+
+  token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool as_id,
+                     bool strip) const {
     const double log_sum = model::log_sum_exp(logits);
-    token_report r{piece(target, strip), model::log_probability(logits, target, log_sum), {}};
+    token_report r{name(target, as_id, strip), model::log_probability(logits, target, log_sum), {}};
     std::array<model::id_logprob, max_top_logprobs> best{};
     const std::size_t n = model::most_probable(logits, log_sum, std::span(best).first(std::min(top, best.size())));
-    for (std::size_t k = 0; k < n; ++k) r.top.emplace_back(piece(best[k].id), best[k].logprob);
+    for (std::size_t k = 0; k < n; ++k) r.top.emplace_back(name(best[k].id, as_id), best[k].logprob);
     return r;
+  }
+
+  /// Rolls the session back to the longest prefix of `prompt` it holds (at most `limit`
+  /// tokens) and returns its length.
+  result<std::size_t> reuse_prefix(std::span<const model::token_id> prompt, std::size_t limit) {
+    // decoded_ may name more than the session holds (a job cancelled before its last prompt
+    // token was decoded): the session's length bounds it.
+    auto held = runnable_->model.length(session_);
+    if (!held) return held.error();
+    std::size_t shared = 0;
+    const std::size_t most = std::min({limit, prompt.size(), decoded_.size(), static_cast<std::size_t>(*held)});
+    while (shared < most && decoded_[shared] == prompt[shared]) ++shared;
+    HEDGE_TRY(runnable_->model.rollback(session_, shared));
+    decoded_.resize(shared);
+    return shared;
   }
 
   void run(job& j) {
@@ -232,23 +262,38 @@ class scheduler {
   template <class Executor>
   result<void> run(job& j, Executor& executor) {
     const parsed_request& r = j.request;
-    HEDGE_TRY(runnable_->model.rollback(session_, 0));
+    if (round_trip_.count() > 0) std::this_thread::sleep_for(round_trip_);
     const auto& settings = tok_->vocab().settings();
     std::span<const model::token_id> prompt = j.prompt;
+    // The last prompt token is always decoded here: its logits start the generation.
+    auto shared = reuse_prefix(prompt, prompt.size() - 1);
+    if (!shared) return shared.error();
     // Echo scoring: each prompt token's log-prob given the ones before, from decoding them
-    // one by one (prefill keeps only the last row's logits). The last prompt token is then
-    // the generation's prompt, so the prompt runs once.
+    // one by one (prefill keeps only the last row's logits), the shared prefix's from the
+    // last job's. The last prompt token is then the generation's prompt, so the prompt runs once.
     if (r.echo && r.logprobs) {
+      const bool as_ids = r.return_tokens_as_token_ids;
+      const bool reuse = scored_top_ == r.top_logprobs && scored_as_ids_ == as_ids;
       std::vector<token_report> reports;
-      reports.push_back({piece(prompt[0], prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
-      for (std::size_t i = 0; i + 1 < prompt.size(); ++i) {
+      reports.push_back({name(prompt[0], as_ids, prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
+      for (std::size_t i = 1; i < *shared && reuse && i < scored_.size(); ++i) reports.push_back(scored_[i]);
+      if (reports.size() < *shared) {  // not scored before: decode the shared prefix again
+        HEDGE_TRY(runnable_->model.rollback(session_, 0));
+        decoded_.clear();
+      }
+      if (decoded_.size() + 1 < prompt.size() && token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
+      for (std::size_t i = decoded_.size(); i + 1 < prompt.size(); ++i) {
         if (halted(j)) break;
         auto logits = runnable_->model.decode(session_, prompt[i], executor);
         if (!logits) return logits.error();
+        decoded_.push_back(prompt[i]);
         const bool first_text = i == 0 && prompt[0] == settings.bos && settings.add_space_prefix;
-        reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, first_text));
+        reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, as_ids, first_text));
       }
       if (halted(j)) return ok();
+      scored_ = reports;
+      scored_top_ = r.top_logprobs;
+      scored_as_ids_ = as_ids;
       j.prompt_logprobs = std::move(reports);
       j.scored = true;
       changed(j);
@@ -260,7 +305,13 @@ class scheduler {
     } else if (j.max_tokens == 0) {
       metrics_->generation(0, 0, -1, 0);
       return ok();
+    } else {
+      prompt = prompt.subspan(*shared);
     }
+    // What the session holds once the generation has decoded its prompt (generated tokens
+    // are not kept: the next job rolls back to the prompt at most).
+    decoded_.assign(j.prompt.begin(), j.prompt.end());
+    if (!r.echo || !r.logprobs) scored_.clear();
     const std::uint64_t seed = r.seed ? *r.seed
                                       : static_cast<std::uint64_t>(
                                             std::chrono::system_clock::now().time_since_epoch().count());
@@ -278,9 +329,10 @@ class scheduler {
       if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
       piece_event e{std::string(t.text), std::nullopt};
       if (t.id != model::no_token && r.logprobs) {
-        token_report report{piece(t.id), t.choice.logprob, {}};
+        token_report report{name(t.id, r.return_tokens_as_token_ids), t.choice.logprob, {}};
         for (std::size_t k = 0; k < t.choice.alternative_count && k < r.top_logprobs; ++k)
-          report.top.emplace_back(piece(t.choice.alternatives[k].id), t.choice.alternatives[k].logprob);
+          report.top.emplace_back(name(t.choice.alternatives[k].id, r.return_tokens_as_token_ids),
+                                  t.choice.alternatives[k].logprob);
         e.token = std::move(report);
       }
       j.events.push_back(std::move(e));
@@ -302,6 +354,11 @@ class scheduler {
   std::size_t threads_;
   std::size_t queue_bound_;
   std::chrono::milliseconds token_delay_{0};
+  std::chrono::milliseconds round_trip_{0};
+  std::vector<model::token_id> decoded_;  // the tokens the session holds, in order
+  std::vector<token_report> scored_;      // their echo reports (position i: token i given the ones before)
+  std::size_t scored_top_ = 0;            // the alternatives per report in scored_
+  bool scored_as_ids_ = false;            // whether scored_ names tokens by id
   server::metrics* metrics_;
   exec::serial serial_;
   exec::thread_pool pool_;

@@ -14,6 +14,9 @@
 //   continuation-length bytes are dropped (the overlap), so text is never repeated. When
 //   they differ from the continuation, `overlap_mismatch()` says so: the endpoint answered
 //   differently and the joined text may not read on.
+// A tier given a scorer (set_scorer: engine/cloud_scorer.hpp over a client with room for an
+// echo) also scores speculative drafts; without one, score() says unsupported and the engine
+// generates plainly at this tier.
 #pragma once
 
 #include <atomic>
@@ -28,6 +31,7 @@
 #include "hedge/cloud/client.hpp"
 #include "hedge/core/function_ref.hpp"
 #include "hedge/engine/backend.hpp"
+#include "hedge/engine/speculative.hpp"
 
 namespace hedge::engine {
 
@@ -65,6 +69,13 @@ class cloud_tier {
   void cancel() noexcept { cancel_ = true; }
 
   [[nodiscard]] bool overlap_mismatch() const noexcept { return mismatch_; }
+
+  /// Speculative scoring at this endpoint (the scorer must outlive the tier).
+  void set_scorer(scorer_ref scorer) noexcept { scorer_ = scorer; }
+  result<std::span<const position_score>> score(const score_call& call) {
+    if (!scorer_) return error{errc::unsupported} << "this cloud tier does not score drafts";
+    return (*scorer_)(call);
+  }
 
   cloud_poll poll(function_ref<bool(const cloud_piece&)> on_piece, std::chrono::milliseconds) {
     cloud_poll out;
@@ -141,6 +152,7 @@ class cloud_tier {
   Client& client_;
   cloud_tier_options options_;
   std::optional<renderer> render_;
+  std::optional<scorer_ref> scorer_;
   cloud_call call_{};
   bool pending_ = false;
   bool mismatch_ = false;

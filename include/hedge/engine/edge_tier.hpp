@@ -7,9 +7,15 @@
 // first token it samples is the one that follows them. Each token reaches the engine with
 // its log-prob and entropy (the verifier's signals); held-back text at the end (a stop
 // string's possible start that was not one, an incomplete character) arrives with id -1.
+//
+// It is also a Drafter for cross-tier speculation (speculative.hpp): reset / extend /
+// truncate run its session token by token, prompt_ids gives a call's prompt as ids (the
+// cloud scores ids: the tiers share a vocabulary), and a text stream turns emitted ids into
+// whole UTF-8 characters.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -48,7 +54,8 @@ class edge_tier {
   [[nodiscard]] bool ready() const noexcept { return model_ != nullptr; }
   [[nodiscard]] std::uint32_t context_tokens() const noexcept { return static_cast<std::uint32_t>(model_->context()); }
 
-  result<edge_summary> generate(const edge_call& call, function_ref<bool(const edge_token&)> on_token) {
+  /// The call's prompt (messages rendered, or the raw prompt with BOS) and continuation, as ids.
+  result<std::span<const model::token_id>> prompt_ids(const edge_call& call) {
     ids_.clear();
     if (!call.messages.empty()) {
       if (auto r = render_(call.messages, ids_); !r) return r.error();
@@ -63,6 +70,37 @@ class edge_tier {
       ids_.insert(ids_.end(), more->begin(), more->end());
     }
     if (ids_.empty()) return error{errc::invalid_argument} << "edge_tier: an empty prompt";
+    return std::span<const model::token_id>(ids_);
+  }
+
+  // ---- Drafter (speculative.hpp) ----
+  [[nodiscard]] std::size_t vocab_size() const noexcept { return model_->config().vocab_size; }
+  result<std::span<const float>> reset(std::span<const std::int32_t> ids) {
+    if (auto r = model_->rollback(session_, 0); !r) return r.error();
+    auto logits = model_->prefill(session_, ids, *executor_);
+    if (!logits) return logits.error();
+    return std::span<const float>(*logits);
+  }
+  result<std::span<const float>> extend(std::int32_t id) {
+    auto logits = model_->decode(session_, id, *executor_);
+    if (!logits) return logits.error();
+    return std::span<const float>(*logits);
+  }
+  result<void> truncate(std::size_t n) { return model_->rollback(session_, n); }
+  [[nodiscard]] std::span<const model::token_id> stop_ids() const noexcept { return stop_tokens_; }
+  /// Emitted ids to text: whole characters only (model::stream_decoder).
+  void begin_text() { text_.emplace(*tokenizer_); }
+  result<void> text_of(std::int32_t id, function_ref<void(std::string_view)> sink) {
+    if (!text_) begin_text();
+    return text_->push(id, [&](std::string_view piece) { sink(piece); });
+  }
+  void end_text(function_ref<void(std::string_view)> sink) {
+    if (text_) text_->finish([&](std::string_view piece) { sink(piece); });
+    text_.reset();
+  }
+
+  result<edge_summary> generate(const edge_call& call, function_ref<bool(const edge_token&)> on_token) {
+    if (auto ids = prompt_ids(call); !ids) return ids.error();
     if (auto r = model_->rollback(session_, 0); !r) return r.error();
     model::sampler<model::seeded_random> chooser{
         {.temperature = static_cast<float>(call.sampling.temperature.value_or(0.0)),
@@ -100,6 +138,7 @@ class edge_tier {
   kv::kv_seq session_;
   std::vector<model::token_id> ids_;
   std::vector<model::token_id> stop_tokens_;
+  std::optional<model::stream_decoder> text_;
 };
 
 }  // namespace hedge::engine

@@ -96,6 +96,19 @@ struct tier_report {
   std::chrono::nanoseconds busy{0};  ///< time spent in this tier's calls
 };
 
+/// What a speculative run did (speculative.hpp's figures, summed over its clouds).
+struct speculation_report {
+  bool unsupported = false;     ///< no cloud could score: it generated plainly
+  std::size_t rounds = 0, drafted = 0, accepted = 0;
+  std::size_t cloud_tokens = 0;  ///< tokens the target chose itself (one per round)
+  std::size_t scored = 0;        ///< positions scored (the context is sent again each round)
+  std::size_t approximated = 0;  ///< rounds whose accept rule used a partial distribution
+  std::size_t draft_length = 0;  ///< k after the run
+  [[nodiscard]] double acceptance() const noexcept {
+    return drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+  }
+};
+
 struct engine_outcome {
   static constexpr std::size_t max_spans = 8;
 
@@ -118,6 +131,7 @@ struct engine_outcome {
   std::size_t redactions = 0;          ///< spans replaced by placeholders before sending
   std::size_t model_pii = 0;           ///< PII the cloud produced itself (reported, not masked)
   bool summarized = false;             ///< the cloud got an edge summary of earlier turns
+  speculation_report speculation{};    ///< mode speculative
 
   std::array<tier_report, tier_slots> tiers{};
   double cost = 0.0;

@@ -14,6 +14,13 @@
 // and edge_first / cloud_first become `race` when the request has a TTFT objective, the
 // chosen tier's predicted TTFT is above `race_margin` of it, and the cloud backend runs
 // concurrently: both start, the first token the caller could be shown wins.
+// `speculative` (named by the caller, or chosen for cloud_first once the measured acceptance
+// and round trip say it beats the cloud's own decode rate: speculation_pays) runs
+// speculative.hpp's loop: the edge drafts, each cloud in order scores, and the text is the
+// cloud model's. It needs an edge that is a SpeculativeEdge and a cloud that scores (a
+// cloud_tier given a scorer); a cloud that cannot score answers plainly, and the outcome's
+// `speculation.unsupported` says so. Failures follow the cloud modes' rules: retries,
+// breakers, the next cloud continuing after the emitted tokens, then the edge.
 //
 // Invariants (each is a test in tests/engine/):
 // - Text the caller received is never withdrawn, repeated or lost: every tier continues
@@ -57,6 +64,7 @@
 #include "hedge/engine/privacy.hpp"
 #include "hedge/engine/request.hpp"
 #include "hedge/engine/retry.hpp"
+#include "hedge/engine/speculative.hpp"
 #include "hedge/engine/telemetry.hpp"
 #include "hedge/route/latency_policy.hpp"
 #include "hedge/route/router.hpp"
@@ -87,6 +95,9 @@ struct engine_options {
       "Summarize the conversation so far in a few sentences. Keep every fact needed to answer the next message.";
   std::uint32_t summary_max_tokens = 128;
   std::size_t reserve_bytes = 64 * 1024;   ///< text buffers reserved at construction
+  std::size_t speculation_k_max = 8;       ///< the longest draft per round
+  std::size_t speculation_alternatives = 8;  ///< target alternatives asked per position
+  bool speculate_when_it_pays = true;      ///< automatic cloud_first becomes speculative when measured to pay
 };
 
 /// \tparam Edge     an EdgeBackend (engine/edge_tier.hpp over hedge's model, or your own)
@@ -128,6 +139,13 @@ class hybrid_engine {
     message_ranges_.reserve(256);
     vault_.reserve(64, 4096);
     restorer_.reserve(4096);
+    if constexpr (SpeculativeEdge<Edge>) {
+      if (edge.ready() && cloud_count_ > 0) {
+        auto d = speculative_decoder<C>::make(edge.vocab_size(), options.speculation_k_max, edge.context_tokens(), clock);
+        if (d) decoder_.emplace(std::move(*d));
+        speculation_ids_.reserve(edge.context_tokens());
+      }
+    }
   }
 
   hybrid_engine(const hybrid_engine&) = delete;
@@ -233,6 +251,7 @@ class hybrid_engine {
       case mode::cloud_only: run_cloud_mode(st, false); break;
       case mode::cloud_first: run_cloud_mode(st, request.fallback); break;
       case mode::race: run_race(st); break;
+      case mode::speculative: run_speculative(st); break;
       case mode::automatic: break;
     }
     return finish(st);
@@ -311,6 +330,7 @@ class hybrid_engine {
     if (st.private_data) return mode::edge_only;
     mode m = d.chosen == route::tier::edge ? (hard ? mode::edge_only : mode::edge_first)
                                            : (hard ? mode::cloud_only : mode::cloud_first);
+    if (m == mode::cloud_first && speculation_pays_now()) m = mode::speculative;
     if (!hard && Cloud::concurrent && r.ttft_slo_ms > 0 && cloud_count_ > 0 && edge_.ready()) {
       const double predicted = d.chosen == route::tier::edge ? route::latency_policy::edge_ttft_ms(rr, ctx)
                                                              : route::latency_policy::cloud_ttft_ms(rr, ctx);
@@ -835,6 +855,201 @@ class hybrid_engine {
     }
   }
 
+  // ---- speculation -----------------------------------------------------------------------
+
+  static constexpr bool can_speculate =
+      SpeculativeEdge<Edge> && requires(Cloud& c, const score_call& call) {
+        { c.score(call) } -> std::same_as<result<std::span<const position_score>>>;
+      };
+
+  /// Whether the measured figures say speculation beats the cloud's own decode rate.
+  bool speculation_pays_now() const {
+    if constexpr (can_speculate) {
+      if (!options_.speculate_when_it_pays || !decoder_ || !edge_.ready()) return false;
+      const speculative_stats& t = decoder_->total();
+      const double cloud_rate = context_.cloud_decode_tokens_per_s.value;
+      if (t.rounds < 4 || t.drafted == 0 || cloud_rate <= 0) return false;
+      return speculation_pays(t.acceptance(), t.draft_seconds / static_cast<double>(t.drafted),
+                              t.score_seconds / static_cast<double>(t.rounds), 1.0 / cloud_rate, options_.speculation_k_max);
+    } else {
+      return false;
+    }
+  }
+
+  /// The edge drafts, each cloud in order scores (with retries); the emitted tokens stand
+  /// across clouds, and the edge continues when every cloud failed.
+  void run_speculative(run_state& st) {
+    engine_outcome& out = *st.outcome;
+    if (st.private_data) {  // unreachable through choose_mode; kept as the last line of defence
+      out.status = error{errc::rejected} << "private data may not leave the device";
+      return;
+    }
+    if constexpr (!can_speculate) {
+      out.speculation.unsupported = true;
+      run_clouds(st, st.request->fallback && edge_.ready());
+    } else {
+      if (!decoder_ || !edge_.ready()) {
+        out.speculation.unsupported = true;
+        return run_clouds(st, st.request->fallback && edge_.ready());
+      }
+      if (auto r = prepare_cloud_messages(st); !r) {
+        out.status = r.error();
+        return;
+      }
+      edge_call call;
+      call.messages = cloud_messages_;
+      call.prompt = cloud_messages_.empty() ? std::string_view(cloud_text_) : std::string_view{};
+      auto ids = edge_.prompt_ids(call);
+      if (!ids) {
+        out.status = ids.error();
+        return;
+      }
+      speculation_ids_.assign(ids->begin(), ids->end());
+      const std::size_t prompt_size = speculation_ids_.size();
+      restorer_.reset();
+      edge_.begin_text();
+      auto show = [&](std::size_t i) {
+        return [this, &st, i](std::string_view text) {
+          restorer_.feed(text, [&](std::string_view shown) {
+            deliver(st, tier_id::cloud_at(i), shown, -1, std::numeric_limits<float>::quiet_NaN(), 0);
+          });
+        };
+      };
+      error last{errc::unavailable, "no cloud endpoint configured"};
+      std::size_t tried = 0;
+      for (std::size_t i = 0; i < cloud_count_; ++i) {
+        breaker_transition t = breaker_transition::none;
+        if (!breakers_[i].allow(&t)) {
+          last = error{errc::unavailable} << "cloud " << i << ": circuit breaker open";
+          continue;
+        }
+        if (t != breaker_transition::none) emit_breaker(st, i, t);
+        tried = i;
+        auto r = speculate_at(st, i, prompt_size, show(i));
+        if (r) {
+          edge_.end_text(show(i));
+          restorer_.finish([&](std::string_view text) {
+            deliver(st, tier_id::cloud_at(i), text, -1, std::numeric_limits<float>::quiet_NaN(), 0);
+          });
+          out.model_pii += restorer_.model_pii();
+          out.status = ok();
+          return;
+        }
+        last = r.error();
+        if (last.code() == errc::unsupported) {  // this tier cannot score: it answers plainly
+          edge_.end_text(show(i));
+          restorer_.finish([&](std::string_view text) {
+            deliver(st, tier_id::cloud_at(i), text, -1, std::numeric_limits<float>::quiet_NaN(), 0);
+          });
+          out.speculation.unsupported = true;
+          return run_clouds(st, st.request->fallback && edge_.ready(), i);
+        }
+        if (cancelled(st) || (last.code() == errc::rejected && last.message().starts_with("over"))) break;
+        if (i + 1 < cloud_count_) emit_fallback(st, tier_id::cloud_at(i), tier_id::cloud_at(i + 1), last.code());
+      }
+      edge_.end_text(show(tried));
+      restorer_.finish([&](std::string_view text) {
+        deliver(st, tier_id::cloud_at(tried), text, -1, std::numeric_limits<float>::quiet_NaN(), 0);
+      });
+      if (cancelled(st)) {
+        out.status = error{errc::rejected, "cancelled"};
+        return;
+      }
+      if (st.request->fallback && edge_.ready() && clock_.now() < st.deadline && !last.message().starts_with("over")) {
+        out.fell_back = true;
+        if (out.tokens > 0) emit_handoff(st, tier_id::cloud_at(tried), tier_id::edge(), handoff_reason::cloud_failed);
+        else emit_fallback(st, tier_id::cloud_at(tried), tier_id::edge(), last.code());
+        if (run_edge(st, false, false, delivery::immediate(), st.request->sampling.max_tokens) == edge_end::accepted)
+          out.status = ok();
+        return;
+      }
+      out.status = last;
+    }
+  }
+
+  /// Speculation at cloud i from the tokens emitted so far, retried as run_cloud retries.
+  template <class Show>
+  result<void> speculate_at(run_state& st, std::size_t i, std::size_t prompt_size, Show show) {
+    engine_outcome& out = *st.outcome;
+    tier_report& rep = out.tiers[1 + i];
+    tier_report& edge_rep = out.tiers[0];
+    rep.used = true;
+    edge_rep.used = true;
+    for (std::uint32_t attempt = 1;; ++attempt) {
+      if (clock_.now() >= st.deadline) return error{errc::timeout} << "the request's deadline passed at cloud " << i;
+      // One round's estimate: the context in, one token out.
+      const double estimate = options_.cloud_prices[i].cost(speculation_ids_.size(), 1);
+      if (st.request->max_cost > 0 && out_cost(out) + estimate > st.request->max_cost)
+        return error{errc::rejected} << "over the request's cost cap (" << st.request->max_cost << ") at cloud " << i;
+      if (const double left = budget_.remaining(); left >= 0 && out_cost(out) + estimate > left)
+        return error{errc::rejected} << "over the period budget (" << left << " left) at cloud " << i;
+      ++rep.attempts;
+      Cloud& cloud = *clouds_[i];
+      std::uint64_t sent = 0;
+      struct tier_scorer {
+        Cloud* cloud;
+        std::uint64_t* sent;
+        result<std::span<const position_score>> score(const score_call& c) {
+          *sent += c.context.size() + c.draft.size();
+          return cloud->score(c);
+        }
+      } scorer{&cloud, &sent};
+      const std::size_t emitted = speculation_ids_.size() - prompt_size;
+      const auto& sampling = st.request->sampling;
+      speculative_options o;
+      o.max_tokens = sampling.max_tokens > out.tokens ? sampling.max_tokens - out.tokens : 0;
+      o.temperature = sampling.temperature.value_or(0.0);
+      o.seed = static_cast<std::uint64_t>(sampling.seed.value_or(0)) + emitted;
+      o.k_max = options_.speculation_k_max;
+      o.alternatives = options_.speculation_alternatives;
+      o.stop_tokens = edge_.stop_ids();
+      const time_point began = clock_.now();
+      result<void> text_status = ok();
+      auto summary = decoder_->run(edge_, scorer, speculation_ids_, o, [&](const speculative_token& t) {
+        speculation_ids_.push_back(t.id);
+        count_cloud_tokens(st, i, 1);
+        if (auto r = edge_.text_of(t.id, show); !r) text_status = r;
+        return !cancelled(st) && clock_.now() < st.deadline && text_status.ok();
+      });
+      const time_point ended = clock_.now();
+      rep.busy += std::chrono::duration_cast<std::chrono::nanoseconds>(ended - began);
+      rep.input_tokens += sent;
+      if (summary) {
+        const speculative_stats& s = summary->stats;
+        rep.output_tokens += s.rounds;
+        rep.cost += options_.cloud_prices[i].cost(sent, s.rounds);
+        edge_rep.output_tokens += s.drafted;
+        edge_rep.busy += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.draft_seconds));
+        speculation_report& sr = out.speculation;
+        sr.rounds += s.rounds, sr.drafted += s.drafted, sr.accepted += s.accepted, sr.cloud_tokens += s.cloud_tokens;
+        sr.scored += s.scored, sr.approximated += s.approximated, sr.draft_length = decoder_->draft_length();
+        if (!text_status) return text_status;
+        if (auto tr = breakers_[i].record_success(); tr != breaker_transition::none) emit_breaker(st, i, tr);
+        if (cancelled(st)) return error{errc::rejected, "cancelled"};
+        if (summary->end == speculative_end::length) out.finish_reason = "length";
+        return ok();
+      }
+      // The tokens this attempt emitted stand (speculation_ids_ holds them); its rounds are
+      // billed as scored.
+      rep.cost += options_.cloud_prices[i].cost(sent, 0);
+      const errc code = summary.error().code();
+      if (code == errc::unsupported) return summary.error();
+      if (is_transient(code))
+        if (auto tr = breakers_[i].record_failure(); tr != breaker_transition::none) emit_breaker(st, i, tr);
+      if (!is_transient(code)) breakers_[i].release_probe();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(st.deadline - clock_.now());
+      const auto delay = retry_.next_delay(attempt, code, std::nullopt, left, jitter_);
+      if (!delay || breakers_[i].state() == route::circuit::open) return summary.error();
+      engine_event e = event_at(st, event_kind::retry, tier_id::cloud_at(i));
+      e.failure = code;
+      e.attempt = attempt + 1;
+      e.delay = *delay;
+      ++out.retries;
+      emit(st, e);
+      clock_.sleep_for(std::chrono::duration_cast<typename C::duration>(*delay));
+    }
+  }
+
   // ---- delivery and events ---------------------------------------------------------------
 
   void deliver(run_state& st, tier_id tier, std::string_view text, std::int32_t id, float logprob, std::uint32_t tokens) {
@@ -960,6 +1175,8 @@ class hybrid_engine {
   std::vector<message_range> message_ranges_;
   privacy_vault vault_;
   restorer restorer_;
+  std::optional<speculative_decoder<C>> decoder_;  // with a SpeculativeEdge and a cloud
+  std::vector<std::int32_t> speculation_ids_;      // the prompt's ids and the tokens emitted
 };
 
 }  // namespace hedge::engine

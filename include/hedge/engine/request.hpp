@@ -28,6 +28,7 @@ enum class mode : std::uint8_t {
   cloud_first,  ///< the cloud answers; the edge takes over when every cloud fails
   edge_first,   ///< the edge answers, verified; on escalation the cloud continues
   race,         ///< both start; the first accepted token wins, the other is cancelled
+  speculative,  ///< the edge drafts, the cloud scores; the text is the cloud model's (speculative.hpp)
 };
 
 constexpr std::string_view to_string(mode m) noexcept {
@@ -38,6 +39,7 @@ constexpr std::string_view to_string(mode m) noexcept {
     case mode::cloud_first: return "cloud_first";
     case mode::edge_first: return "edge_first";
     case mode::race: return "race";
+    case mode::speculative: return "speculative";
   }
   return "unknown";
 }

@@ -39,10 +39,12 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "hedge/core/function_ref.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/engine/backend.hpp"
 #include "hedge/engine/clock.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/sampler.hpp"
@@ -58,6 +60,18 @@ concept Drafter = requires(D& d, std::span<const std::int32_t> ids, std::int32_t
   { d.reset(ids) } -> std::same_as<result<std::span<const float>>>;
   { d.extend(id) } -> std::same_as<result<std::span<const float>>>;
   { d.truncate(n) } -> std::same_as<result<void>>;
+};
+
+/// An edge tier the engine can speculate with: a Drafter that also gives a call's prompt as
+/// ids, its stop ids, and turns emitted ids into whole UTF-8 characters (engine/edge_tier.hpp).
+template <class E>
+concept SpeculativeEdge = Drafter<E> && requires(E& e, const E& ce, const edge_call& call, std::int32_t id,
+                                                 function_ref<void(std::string_view)> sink) {
+  { e.prompt_ids(call) } -> std::same_as<result<std::span<const std::int32_t>>>;
+  { ce.stop_ids() } -> std::convertible_to<std::span<const std::int32_t>>;
+  { e.begin_text() };
+  { e.text_of(id, sink) } -> std::same_as<result<void>>;
+  { e.end_text(sink) };
 };
 
 /// One scoring request.
@@ -82,6 +96,9 @@ template <class S>
 concept Scorer = requires(S& s, const score_call& call) {
   { s.score(call) } -> std::same_as<result<std::span<const position_score>>>;
 };
+
+/// A Scorer behind a type-erased reference (what a cloud tier holds when it can score).
+using scorer_ref = function_ref<result<std::span<const position_score>>(const score_call&)>;
 
 struct speculative_options {
   std::size_t max_tokens = 256;
