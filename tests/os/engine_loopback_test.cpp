@@ -4,13 +4,8 @@
 // checkpoint greedily, the cloud's prefix is the start of the edge's own answer.
 #include <gtest/gtest.h>
 
-#include <csignal>
-#include <cstdio>
 #include <memory>
 #include <string>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "hedge/engine/cloud_tier.hpp"
 #include "hedge/engine/edge_tier.hpp"
@@ -26,48 +21,12 @@
 #include "hedge/route/privacy_policy.hpp"
 #include "hedge/verify/deferral.hpp"
 #include "support/alloc_counter.hpp"
+#include "support/server_process.hpp"
 
 namespace {
 
 using namespace hedge;
-
-/// hedge-server on a free loopback port; killed (SIGKILL) on demand or at the end.
-class server_process {
- public:
-  server_process(const std::string& binary, const std::string& model) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      execl(binary.c_str(), binary.c_str(), "-m", model.c_str(), "--port", "0", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    FILE* lines = fdopen(out[0], "r");
-    char line[256];
-    // The first line is `listening on http://HOST:PORT`; a server that does not start closes the pipe.
-    if (lines != nullptr && std::fgets(line, sizeof line, lines) != nullptr) {
-      const std::string s(line);
-      if (const auto at = s.find("http://"); at != std::string::npos) url_ = s.substr(at, s.find_first_of("\r\n", at) - at);
-    }
-    if (lines != nullptr) std::fclose(lines);
-  }
-  ~server_process() { kill(); }
-  void kill() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
-  [[nodiscard]] const std::string& url() const { return url_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string url_;
-};
+using test::server_process;
 
 using curl_client = cloud::cloud_client<os::curl_transport>;
 using cloud_backend = engine::cloud_tier<curl_client>;

@@ -276,11 +276,13 @@ class scheduler {
       const bool reuse = scored_top_ == r.top_logprobs && scored_as_ids_ == as_ids;
       std::vector<token_report> reports;
       reports.push_back({name(prompt[0], as_ids, prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
-      for (std::size_t i = 1; i < *shared && reuse && i < scored_.size(); ++i) reports.push_back(scored_[i]);
-      if (reports.size() < *shared) {  // not scored before: decode the shared prefix again
-        HEDGE_TRY(runnable_->model.rollback(session_, 0));
-        decoded_.clear();
-      }
+      // Reports 1..keep stand; the token after the shared prefix needs the logits after its
+      // last token again, so that token is decoded again (keep = shared - 1).
+      std::size_t keep = *shared > 0 ? *shared - 1 : 0;
+      if (!reuse || scored_.size() <= keep) keep = 0;
+      HEDGE_TRY(runnable_->model.rollback(session_, keep));
+      decoded_.resize(keep);
+      for (std::size_t i = 1; i <= keep; ++i) reports.push_back(scored_[i]);
       if (decoded_.size() + 1 < prompt.size() && token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
       for (std::size_t i = decoded_.size(); i + 1 < prompt.size(); ++i) {
         if (halted(j)) break;

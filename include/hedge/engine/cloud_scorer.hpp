@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +51,9 @@ class cloud_scorer {
     rows_.reserve(context_tokens + 1);
     tops_.reserve(context_tokens + 1);
   }
+
+  /// As a callable: what cloud_tier::set_scorer holds (a scorer_ref).
+  result<std::span<const position_score>> operator()(const score_call& call) { return score(call); }
 
   result<std::span<const position_score>> score(const score_call& call) {
     if (call.context.empty()) return error{errc::invalid_argument} << "cloud_scorer: an empty context";
@@ -106,7 +110,7 @@ class cloud_scorer {
       return true;
     };
     const auto outcome = client_.send_once("/completions", *body, response_, on_delta);
-    if (!outcome.ok()) return outcome.status;
+    if (!outcome.ok()) return outcome.status.error();
     if (!bad) return bad.error();
     if (filled != k + 1 || position != first + k + 1)
       return error{errc::parse_error} << "the scoring endpoint returned " << position << " tokens for a prompt of "

@@ -1014,24 +1014,23 @@ class hybrid_engine {
       const time_point ended = clock_.now();
       rep.busy += std::chrono::duration_cast<std::chrono::nanoseconds>(ended - began);
       rep.input_tokens += sent;
+      // The rounds that completed count whether or not the run ended with an error: their
+      // tokens were emitted and stand.
+      const speculative_stats& s = decoder_->last_run();
+      rep.output_tokens += s.rounds;
+      rep.cost += options_.cloud_prices[i].cost(sent, s.rounds);
+      edge_rep.output_tokens += s.drafted;
+      edge_rep.busy += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.draft_seconds));
+      speculation_report& sr = out.speculation;
+      sr.rounds += s.rounds, sr.drafted += s.drafted, sr.accepted += s.accepted, sr.cloud_tokens += s.cloud_tokens;
+      sr.scored += s.scored, sr.approximated += s.approximated, sr.draft_length = decoder_->draft_length();
       if (summary) {
-        const speculative_stats& s = summary->stats;
-        rep.output_tokens += s.rounds;
-        rep.cost += options_.cloud_prices[i].cost(sent, s.rounds);
-        edge_rep.output_tokens += s.drafted;
-        edge_rep.busy += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.draft_seconds));
-        speculation_report& sr = out.speculation;
-        sr.rounds += s.rounds, sr.drafted += s.drafted, sr.accepted += s.accepted, sr.cloud_tokens += s.cloud_tokens;
-        sr.scored += s.scored, sr.approximated += s.approximated, sr.draft_length = decoder_->draft_length();
         if (!text_status) return text_status;
         if (auto tr = breakers_[i].record_success(); tr != breaker_transition::none) emit_breaker(st, i, tr);
         if (cancelled(st)) return error{errc::rejected, "cancelled"};
         if (summary->end == speculative_end::length) out.finish_reason = "length";
         return ok();
       }
-      // The tokens this attempt emitted stand (speculation_ids_ holds them); its rounds are
-      // billed as scored.
-      rep.cost += options_.cloud_prices[i].cost(sent, 0);
       const errc code = summary.error().code();
       if (code == errc::unsupported) return summary.error();
       if (is_transient(code))

@@ -201,6 +201,7 @@ class speculative_decoder {
     if (o.k_min == 0 || o.k_min > k_cap)
       return error{errc::invalid_argument} << "speculative_decoder: k_min " << o.k_min << " outside 1.." << k_cap;
     speculative_summary out;
+    last_ = {};
     model::seeded_random random{o.seed};
     context_.assign(prompt.begin(), prompt.end());
     auto logits = drafter.reset(context_);
@@ -262,6 +263,7 @@ class speculative_decoder {
       out.stats.rounds++, out.stats.drafted += k, out.stats.accepted += accepted, out.stats.cloud_tokens++;
       out.stats.scored += k + 1, out.stats.approximated += approximated ? 1 : 0;
       out.stats.draft_seconds += draft_seconds, out.stats.score_seconds += round_seconds;
+      last_ = out.stats;
       // Emit: the accepted drafts, then the target's token; a stop token ends the answer.
       for (std::size_t i = 0; i <= accepted; ++i) {
         const bool drafted = i < accepted;
@@ -289,6 +291,8 @@ class speculative_decoder {
 
   /// Every run's figures together (the adaptive k's memory, and the router's).
   [[nodiscard]] const speculative_stats& total() const noexcept { return total_; }
+  /// The last run's figures, also when it ended with an error (its completed rounds).
+  [[nodiscard]] const speculative_stats& last_run() const noexcept { return last_; }
   /// The draft length the next round starts with.
   [[nodiscard]] std::size_t draft_length() const noexcept { return k_; }
 
@@ -413,6 +417,7 @@ class speculative_decoder {
   std::size_t rounds_seen_ = 0;
   double acceptance_ = 0, draft_per_token_ = 0, round_ = 0;
   speculative_stats total_;
+  speculative_stats last_;
 };
 
 }  // namespace hedge::engine
