@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "hedge/os/model_file.hpp"
@@ -125,8 +126,9 @@ class scheduler {
   }
 
   /// An emulated slower model, for demonstrations and benchmarks: a delay per forward pass,
-  /// that is before each generated token and once per echo-scoring pass (an accelerator
-  /// bound by memory reads the weights once for a batch of positions, as for one).
+  /// that is before each generated token, and once per echo-scoring pass, which also yields
+  /// the first generated token (an accelerator bound by memory reads the weights once for a
+  /// batch of positions, as for one).
   void set_token_delay(std::chrono::milliseconds d) noexcept { token_delay_ = d; }
   /// An emulated network round trip: a delay before a job's first output.
   void set_round_trip(std::chrono::milliseconds d) noexcept { round_trip_ = d; }
@@ -265,6 +267,7 @@ class scheduler {
     if (round_trip_.count() > 0) std::this_thread::sleep_for(round_trip_);
     const auto& settings = tok_->vocab().settings();
     std::span<const model::token_id> prompt = j.prompt;
+    bool pass_paid = false;  // the first generated token's emulated pass was the scoring pass
     // The last prompt token is always decoded here: its logits start the generation.
     auto shared = reuse_prefix(prompt, prompt.size() - 1);
     if (!shared) return shared.error();
@@ -283,7 +286,9 @@ class scheduler {
       HEDGE_TRY(runnable_->model.rollback(session_, keep));
       decoded_.resize(keep);
       for (std::size_t i = 1; i <= keep; ++i) reports.push_back(scored_[i]);
-      if (decoded_.size() + 1 < prompt.size() && token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
+      // One emulated forward pass covers every new position and the last prompt token's, which
+      // gives the first generated token: a batched pass, as an accelerator runs it.
+      if (token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_), pass_paid = true;
       for (std::size_t i = decoded_.size(); i + 1 < prompt.size(); ++i) {
         if (halted(j)) break;
         auto logits = runnable_->model.decode(session_, prompt[i], executor);
@@ -327,7 +332,7 @@ class scheduler {
                                             .alternatives = r.logprobs ? r.top_logprobs : 0};
     double ttft = -1;
     auto summary = generator_->run(session_, prompt, chooser, options, executor, [&](const model::generated_token& t) {
-      if (token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
+      if (token_delay_.count() > 0 && !std::exchange(pass_paid, false)) std::this_thread::sleep_for(token_delay_);
       if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
       piece_event e{std::string(t.text), std::nullopt};
       if (t.id != model::no_token && r.logprobs) {
