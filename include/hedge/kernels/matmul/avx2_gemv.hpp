@@ -85,7 +85,7 @@ HEDGE_TARGET_AVX2 inline void row_scales(const Block* w, std::size_t stride, std
   for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
 }
 
-/// The per-format body of the Q8_0-activation tile (q8_tile): `prepare` computes once
+/// The per-format body of the Q8_0-activation gemv_tile: `prepare` computes once
 /// per activation block what serves all R rows, `dot` the 8 int32 lane sums of one
 /// weight block against it. Q5_1 (`has_min`) adds m_w * d_x * sum(x) per block.
 template <class Block>
