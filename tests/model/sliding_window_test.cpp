@@ -49,14 +49,28 @@ std::vector<std::vector<float>> decode_all(Model& model, hedge::kv::kv_seq s, st
   return out;
 }
 
-TEST(SlidingWindowRing, LogitsEqualTheMaskedFullCache) {
-  const auto loaded = load_synthetic(gemma3_spec());
-  ASSERT_TRUE(loaded.ok()) << loaded.error().c_str();
-  // A ring of 4 + 4 = 8 positions in a context of 64; and a context of 32 that a ring of
-  // 4 + 32 would not undercut, so the local layers read the windowed full cache.
-  auto ring = llama<>::make(loaded->weights, {.max_sessions = 2, .context = 64, .max_prefill = 4});
-  auto full = llama<>::make(loaded->weights, {.context = 32, .max_prefill = 32});
-  ASSERT_TRUE(ring.ok() && full.ok());
+/// gemma3_spec's model twice: `ring` with a ring of 4 + 4 = 8 positions in a context of
+/// 64, and `full` with a context of 32, which a ring of 4 + 32 would not undercut, so its
+/// local layers read the last window of the one cache.
+class SlidingWindowRing : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(loaded.ok()) << loaded.error().c_str();
+    ASSERT_TRUE(ring.ok()) << ring.error().c_str();
+    ASSERT_TRUE(full.ok()) << full.error().c_str();
+  }
+  hedge::result<hedge::test::synthetic_model> loaded = load_synthetic(gemma3_spec());
+  hedge::result<llama<>> ring = make({.max_sessions = 2, .context = 64, .max_prefill = 4});
+  hedge::result<llama<>> full = make({.context = 32, .max_prefill = 32});
+
+ private:
+  hedge::result<llama<>> make(const llama_options& options) {
+    if (!loaded) return loaded.error();
+    return llama<>::make(loaded->weights, options);
+  }
+};
+
+TEST_F(SlidingWindowRing, LogitsEqualTheMaskedFullCache) {
   ASSERT_EQ(ring->local_cache().layout().ring_tokens, 8u);
   EXPECT_EQ(ring->local_cache().shape().layers(), 2u);
   EXPECT_EQ(ring->cache().shape().layers(), 1u);
@@ -91,7 +105,7 @@ TEST(SlidingWindowRing, LogitsEqualTheMaskedFullCache) {
   }
 }
 
-TEST(SlidingWindowRing, LocalMemoryIsBoundedByTheWindow) {
+TEST(SlidingWindowMemory, LocalMemoryIsBoundedByTheWindow) {
   auto spec = gemma3_spec();
   spec.context = 4096;
   const auto loaded = load_synthetic(spec);
@@ -107,12 +121,7 @@ TEST(SlidingWindowRing, LocalMemoryIsBoundedByTheWindow) {
   }
 }
 
-TEST(SlidingWindowRing, RollbackWithinTheRingAndRefusedPastIt) {
-  const auto loaded = load_synthetic(gemma3_spec());
-  ASSERT_TRUE(loaded.ok()) << loaded.error().c_str();
-  auto ring = llama<>::make(loaded->weights, {.max_sessions = 2, .context = 64, .max_prefill = 4});
-  auto full = llama<>::make(loaded->weights, {.context = 32, .max_prefill = 32});
-  ASSERT_TRUE(ring.ok() && full.ok());
+TEST_F(SlidingWindowRing, RollbackWithinTheRingAndRefusedPastIt) {
   const auto ids = token_ids(30);
   // The same 26 ids, then 4 others: what the session holds after the rollback below.
   std::vector<std::int32_t> branch(ids.begin(), ids.begin() + 26);
