@@ -47,8 +47,9 @@ done
 
 # hedge-generate prints the prompt's 4 ids ("Once upon a time" in this vocabulary) before
 # the generated ones; -n 24 positions are BOS, the prompt and 19 generated ids. Reported, not
-# required: the wide model's random weights leave near-ties in the logits, and llama.cpp
-# keeps its KV cache in F16 where hedge-generate keeps F32.
+# required: the wide model's random weights leave near-ties in the logits, llama.cpp keeps
+# its KV cache in F16 where hedge-generate keeps F32, and Q4_0's embedding puts activations
+# on exact Q8_0 rounding ties (docs/model.md, "Why the wide Q4_0 file's ids part").
 for mix in Q8_0 Q4_0 Q4_K_M Q5_K_M; do
   ours=$("$build/tools/hedge-generate" -m "$out/hedge-wide-$mix.gguf" -i "$prompt" -n 24 -t 0 --ignore-eos \
            --print-ids 2>/dev/null | sed -n 's/^ids: //p' | cut -d' ' -f5-)

@@ -315,4 +315,32 @@ TEST(KvConcepts, UserElementAndStorageModelTheConcepts) {
   for (std::size_t i = 0; i < 16; ++i) EXPECT_NEAR(key[i], key_value(0, 2, i), 1.f / 127);
 }
 
+TEST(KvSequences, SlidingWindowTruncateRemembersWhatTheRingOverwrote) {
+  // window 4 in a ring of 8: after 20 positions the ring holds 12..19. Rolling back to 16
+  // (window 12..15) works; rolling back again to 12 (window 8..11) must not, although a
+  // ring of length 16 would hold 8..15: positions 8..11 were overwritten by 16..19.
+  auto cache = hedge::kv::kv_cache<kv_dynamic_shape, hedge::kv::kv_f32>::make({1, 1, 8}, kv_config{1, 8, 0, 0, 4});
+  ASSERT_TRUE(cache);
+  auto s = *cache->create();
+  ASSERT_TRUE(cache->extend(s, 20));
+  ASSERT_TRUE(fill(*cache, s, 12, 20));
+  ASSERT_TRUE(cache->truncate(s, 16));
+  const auto refused = cache->truncate(s, 12);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), errc::out_of_range);
+  EXPECT_NE(refused.error().message().find("overwritten (oldest stored 12)"), std::string_view::npos)
+      << refused.error().c_str();
+  EXPECT_EQ(*cache->length(s), 16u);  // unchanged
+  for (std::uint64_t pos = 12; pos < 16; ++pos) {
+    const auto key = read_key(*cache->view(s), 0, 0, pos);
+    for (std::size_t i = 0; i < 8; ++i) ASSERT_EQ(key[i], key_value(0, pos, i)) << pos;
+  }
+  // Back to empty always works, and the ring starts over.
+  ASSERT_TRUE(cache->truncate(s, 0));
+  ASSERT_TRUE(cache->extend(s, 6));
+  ASSERT_TRUE(fill(*cache, s, 0, 6));
+  ASSERT_TRUE(cache->truncate(s, 3));
+  EXPECT_EQ(cache->view(s)->begin(), 0u);
+}
+
 }  // namespace

@@ -27,7 +27,9 @@
 // sequence keeps a ring of max_tokens slots (rounded up to whole pages);
 // position p lives in slot p mod ring, attention sees the last `window`
 // positions, and the length is unbounded. The slack ring - window is how far
-// truncate can roll back once the ring has wrapped.
+// truncate can roll back once the ring has wrapped: a sequence remembers the oldest
+// position its ring still holds (later extends overwrote the ones before), and a
+// truncate whose window would need an older one is an error (to 0 always works).
 #pragma once
 
 #include <algorithm>
@@ -85,6 +87,7 @@ struct kv_sequence_record {
   std::uint64_t length;   // positions appended (the next position to extend)
   std::uint32_t live;     // 1 while created and not released
   std::uint32_t held;     // block-table entries in use
+  std::uint64_t stored;   // oldest position the ring still holds (0 until it wraps); truncate keeps it
 };
 }  // namespace detail
 
@@ -242,7 +245,7 @@ class kv_cache {
     if (layout_.total_bytes == 0) return error{errc::invalid_argument} << "KV cache: not initialised";
     for (std::uint32_t i = 0; i < config_.max_sequences; ++i) {
       if (records()[i].live == 0) {
-        records()[i] = {0, 1, 0};
+        records()[i] = {0, 1, 0, 0};
         return kv_seq{i};
       }
     }
@@ -282,6 +285,7 @@ class kv_cache {
     });
     while (r.held < needed) table(seq)[r.held++] = take_page();
     r.length = end;
+    r.stored = std::max(r.stored, stored_begin(end));
     return first;
   }
 
@@ -325,13 +329,14 @@ class kv_cache {
     if (new_length > r.length)
       return error{errc::out_of_range} << "KV cache: cannot truncate sequence " << seq.index << " of length "
                                        << r.length << " to " << new_length;
-    if (visible_begin(new_length) < stored_begin(r.length))
+    if (new_length != 0 && visible_begin(new_length) < r.stored)
       return error{errc::out_of_range} << "KV cache: sliding window: truncating sequence " << seq.index << " to "
                                        << new_length << " needs position " << visible_begin(new_length)
-                                       << ", already overwritten (oldest stored " << stored_begin(r.length) << ")";
+                                       << ", already overwritten (oldest stored " << r.stored << ")";
     const std::size_t needed = pages_for(new_length);
     while (r.held > needed) drop_page(table(seq)[--r.held]);
     r.length = new_length;
+    if (new_length == 0) r.stored = 0;
     return ok();
   }
 
@@ -355,7 +360,7 @@ class kv_cache {
     HEDGE_TRY(check(seq));
     detail::kv_sequence_record& r = records()[seq.index];
     while (r.held > 0) drop_page(table(seq)[--r.held]);
-    r = {0, 0, 0};
+    r = {0, 0, 0, 0};
     return ok();
   }
 

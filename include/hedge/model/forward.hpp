@@ -26,8 +26,14 @@
 // RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
 // "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
 // the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
-// Local (sliding-window) layers share the cache with the global ones, which keeps every
-// position: their attention sees the last window of it (kv_sequence_view::windowed).
+// Local (sliding-window) layers keep their K/V in a cache of their own, a ring of
+// sliding_window + max_prefill positions per session (kv/cache.hpp's window mode, as
+// llama.cpp's SWA cache keeps n_swa + n_ubatch): a chunk's first query still finds the
+// window before it, and a session rolls back up to max_prefill positions past what the
+// ring overwrote (further is an error naming the position). The global layers' cache keeps
+// every position. Where the ring would not be smaller than the context (or every layer is
+// local) the local layers share the one cache and their attention sees the last window of
+// it (kv_sequence_view::windowed).
 //
 // Weights at make(): Q4_0 and Q4_K matrices (and Q8_0 ones on request) are repacked into
 // kernels/repack.hpp's interleaved layout (`llama_options::repack`), and Q/K/V, and gate/up, become one matrix
@@ -358,10 +364,7 @@ class llama {
     m.rope_factors_ = !weights.rope_factors_long.empty() && m.options_.context > original_context
                           ? weights.rope_factors_long
                           : weights.rope_factors;
-    auto cache = cache_type::make(kv::kv_dynamic_shape{c.n_layers, c.n_kv_heads, c.head_dim()},
-                                  kv::kv_config{.max_sequences = options.max_sessions, .max_tokens = m.options_.context});
-    if (!cache) return cache.error();
-    m.cache_ = std::move(*cache);
+    HEDGE_TRY(m.make_caches());
     const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options.max_threads, options.max_prefill, nullptr);
     auto scratch = heap_storage<float>::make(sizes.floats);
     if (!scratch) return scratch.error();
@@ -381,15 +384,34 @@ class llama {
   /// Bytes of the repacked and fused matrices (in the caller's arena, or the model's).
   [[nodiscard]] std::size_t weight_arena_bytes() const noexcept { return arena_bytes_; }
 
+  /// The local layers' ring (sliding window + max_prefill positions per session); not
+  /// initialised (layout().total_bytes == 0) where they share cache().
+  [[nodiscard]] const cache_type& local_cache() const noexcept { return local_cache_; }
+
   /// A new, empty session.
-  result<kv::kv_seq> create_session() noexcept { return cache_.create(); }
+  result<kv::kv_seq> create_session() noexcept {
+    auto s = cache_.create();
+    if (!s || !local_ring_) return s;
+    return paired(*s, local_cache_.create());
+  }
   /// Positions the session holds.
   result<std::uint64_t> length(kv::kv_seq s) const noexcept { return cache_.length(s); }
-  /// Drops the positions from `length` on.
-  result<void> rollback(kv::kv_seq s, std::uint64_t length) noexcept { return cache_.truncate(s, length); }
+  /// Drops the positions from `length` on. With a local ring, an error (nothing changed)
+  /// where the window at `length` needs positions the ring has overwritten.
+  result<void> rollback(kv::kv_seq s, std::uint64_t length) noexcept {
+    if (local_ring_) HEDGE_TRY(local_cache_.truncate(s, length));
+    return cache_.truncate(s, length);
+  }
   /// A new session sharing this one's positions (copy-on-write).
-  result<kv::kv_seq> fork(kv::kv_seq s) noexcept { return cache_.fork(s); }
-  result<void> release(kv::kv_seq s) noexcept { return cache_.release(s); }
+  result<kv::kv_seq> fork(kv::kv_seq s) noexcept {
+    auto child = cache_.fork(s);
+    if (!child || !local_ring_) return child;
+    return paired(*child, local_cache_.fork(s));
+  }
+  result<void> release(kv::kv_seq s) noexcept {
+    if (local_ring_) HEDGE_TRY(local_cache_.release(s));
+    return cache_.release(s);
+  }
 
   /// Runs `token` at the session's next position; returns the logits of the next token
   /// (valid until the next call). A full session is an error that leaves it unchanged.
@@ -398,11 +420,11 @@ class llama {
     const auto& c = weights_->config;
     if (token < 0 || static_cast<std::uint32_t>(token) >= c.vocab_size)
       return error{errc::out_of_range} << "token " << token << " outside the vocabulary of " << c.vocab_size;
-    auto at = cache_.extend(s, 1);
+    auto at = extend(s, 1);
     if (!at) return at.error();
     const std::uint64_t pos = *at;
     auto result = step(s, token, pos, executor);
-    if (!result) static_cast<void>(cache_.truncate(s, pos));  // leave the session as it was
+    if (!result) static_cast<void>(rollback(s, pos));  // leave the session as it was
     return result;
   }
 
@@ -413,7 +435,8 @@ class llama {
 
   /// Runs `tokens` at the session's next positions, all rows of a chunk through each layer
   /// together; returns the logits after the last one. Checks every token and the room left
-  /// before running any; an error leaves the session as it was.
+  /// before running any; an error leaves the session as it was (or, where a local ring
+  /// has already overwritten the positions it would return to, says so: release it).
   template <Executor E>
   result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens, E& executor) noexcept {
     const auto& c = weights_->config;
@@ -429,11 +452,13 @@ class llama {
                                             << " does not fit the context of " << options_.context;
     for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
       const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
-      auto at = cache_.extend(s, chunk.size());
+      auto at = extend(s, chunk.size());
       result<void> done = at.ok() ? prefill_chunk(s, chunk, *at, first + chunk.size() == tokens.size(), executor)
                                   : result<void>(at.error());
       if (!done) {
-        static_cast<void>(cache_.truncate(s, *have));
+        if (!rollback(s, *have))
+          return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
+                                            << "the window at " << *have << " positions: release the session";
         return done.error();
       }
     }
@@ -446,6 +471,59 @@ class llama {
   }
 
  private:
+  /// Sets up the global layers' cache and, where it saves memory, the local layers' ring.
+  result<void> make_caches() noexcept {
+    const auto& c = weights_->config;
+    std::size_t local = 0;
+    for (std::uint32_t l = 0; l < c.n_layers; ++l) local += c.local_layer(l) ? 1 : 0;
+    const std::size_t ring = std::size_t{c.sliding_window} + options_.max_prefill;
+    local_ring_ = local != 0 && local < c.n_layers && ring < options_.context;
+    kv_layer_.resize(c.n_layers);
+    std::uint32_t next[2] = {0, 0};  // next index in the global cache, in the ring
+    for (std::uint32_t l = 0; l < c.n_layers; ++l) kv_layer_[l] = next[ring_layer(l) ? 1 : 0]++;
+    auto global = cache_type::make(kv::kv_dynamic_shape{next[0], c.n_kv_heads, c.head_dim()},
+                                   kv::kv_config{.max_sequences = options_.max_sessions, .max_tokens = options_.context});
+    if (!global) return global.error();
+    cache_ = std::move(*global);
+    if (!local_ring_) return ok();
+    auto ring_cache = cache_type::make(
+        kv::kv_dynamic_shape{next[1], c.n_kv_heads, c.head_dim()},
+        kv::kv_config{.max_sequences = options_.max_sessions, .max_tokens = ring, .window = c.sliding_window});
+    if (!ring_cache) return ring_cache.error();
+    local_cache_ = std::move(*ring_cache);
+    return ok();
+  }
+
+  /// Whether layer l keeps its K/V in the local ring.
+  [[nodiscard]] bool ring_layer(std::size_t l) const noexcept {
+    return local_ring_ && weights_->config.local_layer(static_cast<std::uint32_t>(l));
+  }
+  /// The cache layer l writes and reads (its index there: kv_layer_[l]).
+  [[nodiscard]] cache_type& layer_cache(std::size_t l) noexcept { return ring_layer(l) ? local_cache_ : cache_; }
+
+  /// The ring's sequence made with the global cache's `s` (create, fork): the two caches
+  /// take the same steps, so their sequence indices agree; a failure undoes `s`.
+  result<kv::kv_seq> paired(kv::kv_seq s, result<kv::kv_seq> local) noexcept {
+    if (local && local->index == s.index) return s;
+    static_cast<void>(cache_.release(s));
+    if (!local) return local.error();
+    static_cast<void>(local_cache_.release(*local));
+    return error{errc::invalid_argument} << "the local ring's session " << local->index << " is not session "
+                                         << s.index;
+  }
+
+  /// Reserves `tokens` more positions in the session's caches; the first one.
+  result<std::uint64_t> extend(kv::kv_seq s, std::size_t tokens) noexcept {
+    auto at = cache_.extend(s, tokens);
+    if (!at || !local_ring_) return at;
+    auto local = local_cache_.extend(s, tokens);
+    if (local && *local == *at) return at;
+    static_cast<void>(cache_.truncate(s, *at));
+    if (!local) return local.error();
+    static_cast<void>(local_cache_.truncate(s, *at));
+    return error{errc::invalid_argument} << "the local ring is at position " << *local << ", the cache at " << *at;
+  }
+
   // The steps of a layer that differ between architectures, each on one token's row and
   // each a no-op where the config says the architecture lacks it (config.hpp's table).
 
@@ -568,17 +646,19 @@ class llama {
       kernels::rmsnorm(b.x, y.attn_norm, c.norm_eps, b.xn);
       HEDGE_TRY(project(layer.qkv, b.xn, b.qkv));
       attention_inputs(l, b.qkv, local ? b.cos_local : b.cos, local ? b.sin_local : b.sin);
-      HEDGE_TRY(cache_.write(s, l, pos, k.span(), v.span()));
-      auto seen = cache_.view(s);
+      cache_type& layer_kv = layer_cache(l);
+      const std::size_t kv_l = kv_layer_[l];
+      HEDGE_TRY(layer_kv.write(s, kv_l, pos, k.span(), v.span()));
+      auto seen = layer_kv.view(s);
       if (!seen) return seen.error();
       const auto kv = layer_view(*seen, l);
       // K and V of every position seen, counted at f32 (a quantized cache reads less).
       const std::size_t kv_bytes = 2 * kv_dim * (kv.end() - kv.begin()) * sizeof(float);
       if (threads == 1 || kv_bytes < options_.parallel_min_bytes) {
-        HEDGE_TRY(attention::decode_attention(kv, l, q, b.att, params, b.attention, serial, 1));
+        HEDGE_TRY(attention::decode_attention(kv, kv_l, q, b.att, params, b.attention, serial, 1));
       } else {
         const std::size_t splits = attention::decode_splits(c.n_kv_heads, kv.end() - kv.begin(), threads);
-        HEDGE_TRY(attention::decode_attention(kv, l, q, b.att, params, b.attention, executor, splits));
+        HEDGE_TRY(attention::decode_attention(kv, kv_l, q, b.att, params, b.attention, executor, splits));
       }
       HEDGE_TRY(matmul(layer.wo, b.att, b.o));
       add_residual(y.post_attn_norm, b.o, b.x);
@@ -637,16 +717,18 @@ class llama {
       // Attention block.
       each_row([&](std::size_t i) { kernels::rmsnorm(x.row(i), y.attn_norm, c.norm_eps, xn.row(i)); });
       HEDGE_TRY(project(layer.qkv, xn, qkv));
+      cache_type& layer_kv = layer_cache(l);
+      const std::size_t kv_l = kv_layer_[l];
       for (std::size_t i = 0; i < rows; ++i) {
         const auto row = qkv.row(i);
         attention_inputs(l, row, local ? cos_local.row(i) : cos.row(i), local ? sin_local.row(i) : sin.row(i));
         std::copy_n(row.data(), q_dim, q.row(i).data());
-        HEDGE_TRY(cache_.write(s, l, pos + i, row.subview(q_dim, kv_dim).span(),
-                               row.subview(q_dim + kv_dim, kv_dim).span()));
+        HEDGE_TRY(layer_kv.write(s, kv_l, pos + i, row.subview(q_dim, kv_dim).span(),
+                                 row.subview(q_dim + kv_dim, kv_dim).span()));
       }
-      auto seen = cache_.view(s);
+      auto seen = layer_kv.view(s);
       if (!seen) return seen.error();
-      HEDGE_TRY(attention::prefill_attention(layer_view(*seen, l), l, rows, all(q), all(att), params, b.attention,
+      HEDGE_TRY(attention::prefill_attention(layer_view(*seen, l), kv_l, rows, all(q), all(att), params, b.attention,
                                              capped));
       HEDGE_TRY(matmul<Formats>(layer.wo, att, o, ws, executor));
       each_row([&](std::size_t i) { add_residual(y.post_attn_norm, o.row(i), x.row(i)); });
@@ -762,7 +844,10 @@ class llama {
   weight_matrix embedding_, output_;
   heap_storage<std::byte> arena_;
   std::size_t arena_bytes_ = 0;
-  cache_type cache_;
+  cache_type cache_;        ///< the global layers' K/V (every layer's without a local ring)
+  cache_type local_cache_;  ///< the local layers' ring, where local_ring_
+  bool local_ring_ = false;
+  std::vector<std::uint32_t> kv_layer_;  ///< layer l's index in its cache
   heap_storage<float> scratch_;
   heap_storage<std::byte> workspace_;
 };

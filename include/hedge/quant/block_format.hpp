@@ -102,6 +102,21 @@ inline int nearest_int(float x) noexcept {
 /// Inline arithmetic instead of a libm call keeps activation quantization cheap.
 inline int round_half_away(float x) noexcept { return static_cast<int>(x + std::copysign(0.49999997f, x)); }
 
+/// The value of largest magnitude in x, with its sign (the first one on ties; 0 for an
+/// all-zero block): ggml's symmetric quantizers (Q4_0, Q5_0, Q8_K) scale by it so that
+/// it lands on the lowest level.
+inline float signed_absmax(std::span<const float> x) noexcept {
+  float amax = 0.f;
+  float max = 0.f;
+  for (float v : x) {
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  return max;
+}
+
 }  // namespace detail
 
 /// Quantizes `x` (K floats) into `out` (K / F::block_elements blocks) with F's

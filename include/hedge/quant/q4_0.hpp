@@ -42,14 +42,7 @@ struct q4_0 {
   using activation = q8_0;
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
-    float amax = 0.f;
-    float max = 0.f;
-    for (float v : x) {
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
+    const float max = detail::signed_absmax(x);
     const float d = max / -8.f;
     const float inverse = d != 0.f && std::isfinite(1.f / d) ? 1.f / d : 0.f;
     out.d = f32_to_f16(d);

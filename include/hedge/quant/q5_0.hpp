@@ -30,6 +30,30 @@
 
 namespace hedge::quant {
 
+namespace detail {
+
+/// The level n_j in [0, 31] of element j of a block in Q5_0's layout of qs and qh
+/// (Q5_0 and Q5_1).
+template <class Block>
+int q5_level(const Block& b, std::size_t j) noexcept {
+  const int nibble = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
+  return nibble | ((b.qh[j / 8] >> (j % 8)) & 1) << 4;
+}
+
+/// Stores 32 levels in [0, 31] into a block's qs and qh (Q5_0's layout).
+template <class Block>
+void pack_q5_levels(const unsigned (&levels)[32], Block& out) noexcept {
+  std::uint32_t qh = 0;
+  for (std::size_t j = 0; j < 16; ++j) {
+    const unsigned n0 = levels[j], n1 = levels[j + 16];
+    out.qs[j] = static_cast<std::uint8_t>((n0 & 0x0F) | (n1 & 0x0F) << 4);
+    qh |= ((n0 >> 4) & 1u) << j | ((n1 >> 4) & 1u) << (j + 16);
+  }
+  for (std::size_t i = 0; i < 4; ++i) out.qh[i] = static_cast<std::uint8_t>(qh >> (8 * i));
+}
+
+}  // namespace detail
+
 struct q5_0 {
   static constexpr std::string_view name = "q5_0";
   static constexpr gguf_type type_id = gguf_type::q5_0;
@@ -52,33 +76,19 @@ struct q5_0 {
   }
 
   /// The level n_j in [0, 31] of element j.
-  static int level(const block& b, std::size_t j) noexcept {
-    const int nibble = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
-    return nibble | ((b.qh[j / 8] >> (j % 8)) & 1) << 4;
-  }
+  static int level(const block& b, std::size_t j) noexcept { return detail::q5_level(b, j); }
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
-    float amax = 0.f;
-    float max = 0.f;
-    for (float v : x) {
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
+    const float max = detail::signed_absmax(x);
     const float d = max / -16.f;
     const float inverse = d != 0.f && std::isfinite(1.f / d) ? 1.f / d : 0.f;
     out.d = f32_to_f16(d);
-    constexpr std::size_t half = block_elements / 2;
-    std::uint32_t qh = 0;
-    for (std::size_t j = 0; j < half; ++j) {
-      const int lo = static_cast<std::int8_t>(x[j] * inverse + 16.5f);
-      const int hi = static_cast<std::int8_t>(x[j + half] * inverse + 16.5f);
-      const unsigned n0 = static_cast<unsigned>(lo < 31 ? lo : 31), n1 = static_cast<unsigned>(hi < 31 ? hi : 31);
-      out.qs[j] = static_cast<std::uint8_t>((n0 & 0x0F) | (n1 & 0x0F) << 4);
-      qh |= (n0 >> 4) << j | (n1 >> 4) << (j + half);
+    unsigned levels[block_elements];
+    for (std::size_t j = 0; j < block_elements; ++j) {
+      const int n = static_cast<std::int8_t>(x[j] * inverse + 16.5f);
+      levels[j] = static_cast<unsigned>(n < 31 ? n : 31);
     }
-    for (std::size_t i = 0; i < 4; ++i) out.qh[i] = static_cast<std::uint8_t>(qh >> (8 * i));
+    detail::pack_q5_levels(levels, out);
   }
 
   static void dequantize_block(const block& b, std::span<float, block_elements> out) noexcept {

@@ -26,6 +26,7 @@
 
 #include "hedge/core/half.hpp"
 #include "hedge/quant/block_format.hpp"
+#include "hedge/quant/q5_0.hpp"
 #include "hedge/quant/q8_0.hpp"
 
 namespace hedge::quant {
@@ -47,10 +48,7 @@ struct q5_1 {
   using activation = q8_0;
 
   /// The level n_j in [0, 31] of element j (Q5_0's layout of qs and qh).
-  static int level(const block& b, std::size_t j) noexcept {
-    const int nibble = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
-    return nibble | ((b.qh[j / 8] >> (j % 8)) & 1) << 4;
-  }
+  static int level(const block& b, std::size_t j) noexcept { return detail::q5_level(b, j); }
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
     float min = x[0];
@@ -63,15 +61,9 @@ struct q5_1 {
     const float inverse = d != 0.f && std::isfinite(1.f / d) ? 1.f / d : 0.f;
     out.d = f32_to_f16(d);
     out.m = f32_to_f16(min);
-    constexpr std::size_t half = block_elements / 2;
-    std::uint32_t qh = 0;
-    for (std::size_t j = 0; j < half; ++j) {
-      const unsigned n0 = static_cast<std::uint8_t>((x[j] - min) * inverse + 0.5f);
-      const unsigned n1 = static_cast<std::uint8_t>((x[j + half] - min) * inverse + 0.5f);
-      out.qs[j] = static_cast<std::uint8_t>((n0 & 0x0F) | (n1 & 0x0F) << 4);
-      qh |= ((n0 >> 4) & 1u) << j | ((n1 >> 4) & 1u) << (j + half);
-    }
-    for (std::size_t i = 0; i < 4; ++i) out.qh[i] = static_cast<std::uint8_t>(qh >> (8 * i));
+    unsigned levels[block_elements];
+    for (std::size_t j = 0; j < block_elements; ++j) levels[j] = static_cast<std::uint8_t>((x[j] - min) * inverse + 0.5f);
+    detail::pack_q5_levels(levels, out);
   }
 
   static void dequantize_block(const block& b, std::span<float, block_elements> out) noexcept {

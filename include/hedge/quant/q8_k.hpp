@@ -41,15 +41,8 @@ struct q8_k {
   using activation = q8_k;
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
-    float amax = 0.f;
-    float max = 0.f;
-    for (float v : x) {
-      if (std::fabs(v) > amax) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
-    const float scale = amax != 0.f ? -127.f / max : 0.f;
+    const float max = detail::signed_absmax(x);
+    const float scale = max != 0.f ? -127.f / max : 0.f;
     if (!std::isfinite(scale) || scale == 0.f) {
       out = block{};
       return;

@@ -37,14 +37,12 @@ namespace avx2 {
 template <int M, class W>
 HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const typename W::block* w, std::size_t blocks, const activation_row<W>* x,
                                       float* y, std::size_t y_stride) noexcept {
-  constexpr bool fifth_bit = std::is_same_v<W, quant::q5_k>;
   __m256 acc[M];
   __m128 acc_min[M];
   for (int m = 0; m < M; ++m) {
     acc[m] = _mm256_setzero_ps();
     acc_min[m] = _mm_setzero_ps();
   }
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     const typename W::block& wb = w[b];
     const auto sm = quant::q4_k::unpack_scales_mins(wb.scales);
@@ -52,21 +50,12 @@ HEDGE_TARGET_AVX2 void q4_k_gemm_tile(const typename W::block* w, std::size_t bl
         _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.scales))));
     __m256i total[M];
     for (int m = 0; m < M; ++m) total[m] = _mm256_setzero_si256();
-    __m256i high = _mm256_setzero_si256();  // Q5_K: the fifth bits of sub-blocks 2g, 2g + 1 in bits 0, 1
-    if constexpr (fifth_bit) high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+    __m256i high = k_fifth_bits(wb);
     for (int g = 0; g < 4; ++g) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
-      __m256i n_lo = _mm256_and_si256(q, low4);
-      __m256i n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      if constexpr (fifth_bit) {
-        const __m256i bit4 = _mm256_set1_epi8(0x10);
-        n_lo = _mm256_or_si256(n_lo, _mm256_and_si256(_mm256_slli_epi16(high, 4), bit4));
-        n_hi = _mm256_or_si256(n_hi, _mm256_and_si256(_mm256_slli_epi16(high, 3), bit4));
-        high = _mm256_srli_epi16(high, 2);
-      }
-      const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * 2 * g)));
-      const __m256i s_hi =
-          _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * g + 1))));
+      __m256i n_lo, n_hi;
+      k_group_levels(wb, g, high, n_lo, n_hi);
+      const __m256i s_lo = broadcast_scale(scales, 2 * g);
+      const __m256i s_hi = broadcast_scale(scales, 2 * g + 1);
       for (int m = 0; m < M; ++m) {
         const std::int8_t* xq = x[m].blocks[b].qs + 64 * g;
         const __m256i p_lo = madd_u8s8_i16(n_lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));

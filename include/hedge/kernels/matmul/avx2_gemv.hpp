@@ -85,90 +85,88 @@ HEDGE_TARGET_AVX2 inline void row_scales(const Block* w, std::size_t stride, std
   for (int r = 0; r < R; ++r) scale[r] = _mm256_broadcast_ss(products + r);
 }
 
-/// Q8_0 weights . Q8_0 activation, R rows starting at w (row stride in blocks).
-template <int R>
-HEDGE_TARGET_AVX2 void gemv_tile(const quant::q8_0::block* w, std::size_t stride, const quant::q8_0::block* x,
-                                 std::size_t blocks, float* y) noexcept {
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    __m256 scale[R];
-    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
-    for (int r = 0; r < R; ++r) {
-      prefetch_next_tile(w, stride, r, b);
-      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[static_cast<std::size_t>(r) * stride + b].qs));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_s8s8_i32(wq, xq)), scale[r], acc[r]);
+/// The per-format body of the Q8_0-activation gemv_tile: `prepare` computes once
+/// per activation block what serves all R rows, `dot` the 8 int32 lane sums of one
+/// weight block against it. Q5_1 (`has_min`) adds m_w * d_x * sum(x) per block.
+template <class Block>
+struct q8_body;
+
+/// Q8_0: vpsignb / vpmaddubsw / vpmaddwd.
+template <>
+struct q8_body<quant::q8_0::block> {
+  static constexpr bool has_min = false;
+  struct prepared {};
+  HEDGE_TARGET_AVX2 static prepared prepare(__m256i) noexcept { return {}; }
+  HEDGE_TARGET_AVX2 static __m256i dot(const quant::q8_0::block& w, __m256i xq, prepared) noexcept {
+    return dot_s8s8_i32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs)), xq);
+  }
+};
+
+/// Q4_0 / Q5_0: the unsigned levels against x, minus the offset (8 or 16) * (x_2i + x_2i+1).
+template <class Block, int level_offset>
+struct offset_levels_body {
+  static constexpr bool has_min = false;
+  struct prepared {
+    __m256i offset;
+  };
+  HEDGE_TARGET_AVX2 static prepared prepare(__m256i xq) noexcept {
+    return {madd_u8s8_i16(_mm256_set1_epi8(level_offset), xq)};
+  }
+  HEDGE_TARGET_AVX2 static __m256i dot(const Block& w, __m256i xq, const prepared& p) noexcept {
+    return sum_pairs_i16(_mm256_sub_epi16(madd_u8s8_i16(levels(w), xq), p.offset));
+  }
+  HEDGE_TARGET_AVX2 static __m256i levels(const Block& w) noexcept {
+    if constexpr (std::is_same_v<Block, quant::q4_0::block>) {
+      return unpack_nibbles_16(w.qs);
+    } else {
+      return q5_levels_32(w.qs, w.qh);
     }
   }
-  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
-}
+};
+template <>
+struct q8_body<quant::q4_0::block> : offset_levels_body<quant::q4_0::block, 8> {};
+template <>
+struct q8_body<quant::q5_0::block> : offset_levels_body<quant::q5_0::block, 16> {};
 
-/// Q4_0 weights . Q8_0 activation.
-template <int R>
-HEDGE_TARGET_AVX2 void gemv_tile(const quant::q4_0::block* w, std::size_t stride, const quant::q8_0::block* x,
-                                 std::size_t blocks, float* y) noexcept {
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  const __m256i eight = _mm256_set1_epi8(8);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256i offset = madd_u8s8_i16(eight, xq);  // 8 * (x_2i + x_2i+1)
-    __m256 scale[R];
-    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
-    for (int r = 0; r < R; ++r) {
-      prefetch_next_tile(w, stride, r, b);
-      const std::uint8_t* qs = w[static_cast<std::size_t>(r) * stride + b].qs;
-      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(unpack_nibbles_16(qs), xq), offset);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_pairs_i16(products)), scale[r], acc[r]);
-    }
+/// Q5_1: levels in [0, 31] against x; the minimum through the sum of x in 8 lanes.
+template <>
+struct q8_body<quant::q5_1::block> {
+  static constexpr bool has_min = true;
+  struct prepared {
+    __m256 x_sums;
+  };
+  HEDGE_TARGET_AVX2 static prepared prepare(__m256i xq) noexcept {
+    return {_mm256_cvtepi32_ps(dot_u8s8_i32(_mm256_set1_epi8(1), xq))};
   }
-  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
-}
-
-/// Q5_0 weights . Q8_0 activation.
-template <int R>
-HEDGE_TARGET_AVX2 void gemv_tile(const quant::q5_0::block* w, std::size_t stride, const quant::q8_0::block* x,
-                                 std::size_t blocks, float* y) noexcept {
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256i offset = madd_u8s8_i16(sixteen, xq);  // 16 * (x_2i + x_2i+1)
-    __m256 scale[R];
-    row_scales<R>(w, stride, b, to_float(x[b].d), scale);
-    for (int r = 0; r < R; ++r) {
-      prefetch_next_tile(w, stride, r, b);
-      const quant::q5_0::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      const __m256i levels = _mm256_or_si256(unpack_nibbles_16(wb.qs), fifth_bits_32(wb.qh));
-      const __m256i products = _mm256_sub_epi16(madd_u8s8_i16(levels, xq), offset);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_pairs_i16(products)), scale[r], acc[r]);
-    }
+  HEDGE_TARGET_AVX2 static __m256i dot(const quant::q5_1::block& w, __m256i xq, const prepared&) noexcept {
+    return dot_u8s8_i32(q5_levels_32(w.qs, w.qh), xq);
   }
-  for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
-}
+};
 
-/// Q5_1 weights . Q8_0 activation.
-template <int R>
-HEDGE_TARGET_AVX2 void gemv_tile(const quant::q5_1::block* w, std::size_t stride, const quant::q8_0::block* x,
-                                 std::size_t blocks, float* y) noexcept {
+/// Q8_0 / Q4_0 / Q5_0 / Q5_1 weights . Q8_0 activation, R rows starting at w (row
+/// stride in blocks): the block loop, row scales, prefetch and accumulation shared,
+/// the block's integer dot product from q8_body.
+template <int R, class Block>
+  requires(std::is_same_v<Block, quant::q8_0::block> || std::is_same_v<Block, quant::q4_0::block> ||
+           std::is_same_v<Block, quant::q5_0::block> || std::is_same_v<Block, quant::q5_1::block>)
+HEDGE_TARGET_AVX2 void gemv_tile(const Block* w, std::size_t stride, const quant::q8_0::block* x, std::size_t blocks,
+                                 float* y) noexcept {
+  using body = q8_body<Block>;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi8(1);
   for (std::size_t b = 0; b < blocks; ++b) {
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256 x_sums = _mm256_cvtepi32_ps(dot_u8s8_i32(ones, xq));  // sum of x, in 8 lanes
+    const auto prepared = body::prepare(xq);
     const float dx = to_float(x[b].d);
-    __m256 scale[R], min_scale[R];
+    __m256 scale[R];
     row_scales<R>(w, stride, b, dx, scale);
-    row_scales<R>(w, stride, b, dx, min_scale, &quant::q5_1::block::m);
+    [[maybe_unused]] __m256 min_scale[R];
+    if constexpr (body::has_min) row_scales<R>(w, stride, b, dx, min_scale, &Block::m);
     for (int r = 0; r < R; ++r) {
       prefetch_next_tile(w, stride, r, b);
-      const quant::q5_1::block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      const __m256i levels = _mm256_or_si256(unpack_nibbles_16(wb.qs), fifth_bits_32(wb.qh));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8_i32(levels, xq)), scale[r], acc[r]);
-      acc[r] = _mm256_fmadd_ps(x_sums, min_scale[r], acc[r]);
+      const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(body::dot(wb, xq, prepared)), scale[r], acc[r]);
+      if constexpr (body::has_min) acc[r] = _mm256_fmadd_ps(prepared.x_sums, min_scale[r], acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[r] = sum_lanes(acc[r]);
@@ -186,7 +184,6 @@ HEDGE_TARGET_AVX2 void gemv_tile(const Block* w, std::size_t stride, const quant
     acc[r] = _mm256_setzero_ps();
     acc_min[r] = _mm_setzero_ps();
   }
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (std::size_t b = 0; b < blocks; ++b) {
     const quant::q8_k::block& xb = x[b];
     // Sums of the activation over each 32-element sub-block (int16, |s| <= 4064).
@@ -200,26 +197,17 @@ HEDGE_TARGET_AVX2 void gemv_tile(const Block* w, std::size_t stride, const quant
       const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.mins)));
       const __m256i scales = _mm256_broadcastsi128_si256(scales16);
       __m256i total = _mm256_setzero_si256();
-      __m256i high = _mm256_setzero_si256();  // Q5_K: the fifth bits of sub-blocks 2g, 2g + 1 in bits 0, 1
-      if constexpr (fifth_bit) high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+      __m256i high = k_fifth_bits(wb);
       for (int g = 0; g < 4; ++g) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
         const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g));
         const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * g + 32));
-        __m256i n_lo = _mm256_and_si256(q, low4);
-        __m256i n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if constexpr (fifth_bit) {
-          const __m256i bit4 = _mm256_set1_epi8(0x10);
-          n_lo = _mm256_or_si256(n_lo, _mm256_and_si256(_mm256_slli_epi16(high, 4), bit4));
-          n_hi = _mm256_or_si256(n_hi, _mm256_and_si256(_mm256_slli_epi16(high, 3), bit4));
-          high = _mm256_srli_epi16(high, 2);
-        }
+        __m256i n_lo, n_hi;
+        k_group_levels(wb, g, high, n_lo, n_hi);
         const __m256i p_lo = madd_u8s8_i16(n_lo, x_lo);
         const __m256i p_hi = madd_u8s8_i16(n_hi, x_hi);
-        // Broadcast int16 scale 2g (resp. 2g + 1) to every lane, then scale and pair-sum.
-        const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * 2 * g)));
-        const __m256i s_hi =
-            _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * g + 1))));
+        // Scale 2g (resp. 2g + 1) in every lane, then scale and pair-sum.
+        const __m256i s_lo = broadcast_scale(scales, 2 * g);
+        const __m256i s_hi = broadcast_scale(scales, 2 * g + 1);
         total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_madd_epi16(p_lo, s_lo), _mm256_madd_epi16(p_hi, s_hi)));
       }
       const float d = to_float(wb.d) * xb.d;

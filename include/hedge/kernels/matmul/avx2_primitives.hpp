@@ -41,6 +41,44 @@ HEDGE_TARGET_AVX2 inline __m256i fifth_bits_32(const std::uint8_t* bits) noexcep
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+/// The 32 levels n in [0, 31] of a Q5_0 / Q5_1 block, in Q4_0's element order: the
+/// nibbles of `qs` with the fifth bits of `qh` or-ed in.
+HEDGE_TARGET_AVX2 inline __m256i q5_levels_32(const std::uint8_t* qs, const std::uint8_t* qh) noexcept {
+  return _mm256_or_si256(unpack_nibbles_16(qs), fifth_bits_32(qh));
+}
+
+/// The levels of 64-element group g of a Q4_K / Q5_K super-block: n_lo for sub-block
+/// 2g (the low nibbles of qs[32 g ..]), n_hi for 2g + 1 (the high nibbles). Q5_K (a
+/// block with qh) or-s in the fifth bits as 16: `high` starts as qh's 32 bytes
+/// (k_fifth_bits) and holds sub-blocks 2g, 2g + 1 in bits 0, 1; it is shifted for g + 1.
+template <class Block>
+HEDGE_TARGET_AVX2 inline __m256i k_fifth_bits(const Block& wb) noexcept {
+  if constexpr (requires { wb.qh; }) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+  } else {
+    return _mm256_setzero_si256();
+  }
+}
+template <class Block>
+HEDGE_TARGET_AVX2 inline void k_group_levels(const Block& wb, int g, __m256i& high, __m256i& n_lo,
+                                             __m256i& n_hi) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * g));
+  n_lo = _mm256_and_si256(q, low4);
+  n_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+  if constexpr (requires { wb.qh; }) {
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    n_lo = _mm256_or_si256(n_lo, _mm256_and_si256(_mm256_slli_epi16(high, 4), bit4));
+    n_hi = _mm256_or_si256(n_hi, _mm256_and_si256(_mm256_slli_epi16(high, 3), bit4));
+    high = _mm256_srli_epi16(high, 2);
+  }
+}
+
+/// int16 lane `sub` (0..7) of `scales` (8 int16 in each 128-bit half) in every lane.
+HEDGE_TARGET_AVX2 inline __m256i broadcast_scale(__m256i scales, int sub) noexcept {
+  return _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * sub)));
+}
+
 /// Pairwise sums of u8 x s8 products as int16 (vpmaddubsw). The caller keeps
 /// |u * s| pairs below 32767 (true for u <= 127 or |s| <= 127 with u <= 128).
 HEDGE_TARGET_AVX2 inline __m256i madd_u8s8_i16(__m256i u, __m256i s) noexcept { return _mm256_maddubs_epi16(u, s); }

@@ -85,8 +85,7 @@ template <class Group, class Block>
 HEDGE_TARGET_AVX512VNNI inline void pack_q5_levels(Group& dst, std::size_t r, const Block& src) noexcept {
   dst.d[r] = src.d;
   alignas(32) std::uint8_t levels[32];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(levels),
-                     _mm256_or_si256(avx2::unpack_nibbles_16(src.qs), avx2::fifth_bits_32(src.qh)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(levels), avx2::q5_levels_32(src.qs, src.qh));
   for (std::size_t j = 0; j < 8; ++j) std::memcpy(dst.qs + 32 * j + 4 * r, levels + 4 * j, 4);
 }
 
@@ -317,11 +316,14 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
   }
 }
 
-/// Q5_0 (unpacked levels): the levels against x, minus 16 * sum(x) per block.
-template <int M>
-HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const tile_group<quant::q5_0>::block& b0,
-                                                            const tile_group<quant::q5_0>::block& b1,
-                                                            const activation_row<quant::q5_0>* x, std::size_t xb,
+/// Q5_0 / Q5_1 (unpacked levels): the levels against x (even and odd quads in two
+/// vpdpbusd chains per row); Q5_0 subtracts 16 * sum(x) per block (twice the prepared
+/// offset), Q5_1 adds m_w * d_x * sum(x).
+template <int M, class W>
+  requires(std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1>)
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_group<W>::block& b0,
+                                                            const typename tile_group<W>::block& b1,
+                                                            const activation_row<W>* x, std::size_t xb,
                                                             __m512 (&acc)[M]) noexcept {
   __m512i even[M], odd[M];
   for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
@@ -335,38 +337,19 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const tile_group<qua
     }
   }
   const __m512 dw = scales_pair(b0, b1);
-  for (int m = 0; m < M; ++m) {
-    const __m512i dot =
-        _mm512_sub_epi32(_mm512_add_epi32(even[m], odd[m]), _mm512_set1_epi32(2 * x[m].offsets[xb]));
-    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x[m].scales[xb]));
-    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[m]);
-  }
-}
-
-/// Q5_1 (unpacked levels): the levels against x, plus m_w * d_x * sum(x).
-template <int M>
-HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const tile_group<quant::q5_1>::block& b0,
-                                                            const tile_group<quant::q5_1>::block& b1,
-                                                            const activation_row<quant::q5_1>* x, std::size_t xb,
-                                                            __m512 (&acc)[M]) noexcept {
-  __m512i even[M], odd[M];
-  for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
-  HEDGE_UNROLL(4)
-  for (int j = 0; j < 8; j += 2) {
-    const __m512i l0 = load_pair(b0, b1, j), l1 = load_pair(b0, b1, j + 1);
-    for (int m = 0; m < M; ++m) {
-      const std::int8_t* xq = x[m].blocks[xb].qs + 4 * j;
-      even[m] = _mm512_dpbusd_epi32(even[m], l0, broadcast_quad(xq));
-      odd[m] = _mm512_dpbusd_epi32(odd[m], l1, broadcast_quad(xq + 4));
-    }
-  }
-  const __m512 dw = scales_pair(b0, b1);
-  const __m512 mw = halves_pair(b0.m, b1.m);
+  [[maybe_unused]] __m512 mw;
+  if constexpr (std::is_same_v<W, quant::q5_1>) mw = halves_pair(b0.m, b1.m);
   for (int m = 0; m < M; ++m) {
     const __m512 dx = _mm512_set1_ps(x[m].scales[xb]);
-    const __m512 x_sum = _mm512_set1_ps(static_cast<float>(x[m].offsets[xb] / 8));
-    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[m], odd[m])), _mm512_mul_ps(dw, dx), acc[m]);
-    acc[m] = _mm512_fmadd_ps(x_sum, _mm512_mul_ps(mw, dx), acc[m]);
+    const __m512i levels_dot = _mm512_add_epi32(even[m], odd[m]);
+    if constexpr (std::is_same_v<W, quant::q5_0>) {
+      const __m512i dot = _mm512_sub_epi32(levels_dot, _mm512_set1_epi32(2 * x[m].offsets[xb]));
+      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, dx), acc[m]);
+    } else {
+      const __m512 x_sum = _mm512_set1_ps(static_cast<float>(x[m].offsets[xb] / 8));
+      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(levels_dot), _mm512_mul_ps(dw, dx), acc[m]);
+      acc[m] = _mm512_fmadd_ps(x_sum, _mm512_mul_ps(mw, dx), acc[m]);
+    }
   }
 }
 

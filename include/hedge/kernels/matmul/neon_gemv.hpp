@@ -103,6 +103,20 @@ inline float32x4_t load4(const hedge::bf16* p) noexcept {
 }
 inline float32x4_t load4(const float* p) noexcept { return vld1q_f32(p); }
 
+/// The 32 values of a Q8_0-activation block as int8, [0..15] and [16..31]: Q4_0's
+/// n - 8, Q5_0's n - 16, Q5_1's levels n (its minimum is added apart), Q8_0's own.
+inline int8x16x2_t signed_values(const quant::q8_0::block& b) noexcept { return {{vld1q_s8(b.qs), vld1q_s8(b.qs + 16)}}; }
+inline int8x16x2_t signed_values(const quant::q4_0::block& b) noexcept { return q4_0_values(b.qs); }
+inline int8x16x2_t signed_values(const quant::q5_0::block& b) noexcept {
+  const uint8x16x2_t n = q5_levels(b);
+  const int8x16_t sixteen = vdupq_n_s8(16);
+  return {{vsubq_s8(vreinterpretq_s8_u8(n.val[0]), sixteen), vsubq_s8(vreinterpretq_s8_u8(n.val[1]), sixteen)}};
+}
+inline int8x16x2_t signed_values(const quant::q5_1::block& b) noexcept {
+  const uint8x16x2_t n = q5_levels(b);
+  return {{vreinterpretq_s8_u8(n.val[0]), vreinterpretq_s8_u8(n.val[1])}};
+}
+
 /// Q8_0 / Q4_0 / Q5_0 / Q5_1 weights . Q8_0 activation with the int8 dot product `Dot`.
 template <int R, class Dot, class Block>
 inline void q8_tile(const Block* w, std::size_t stride, const quant::q8_0::block* x, std::size_t blocks, float* y,
@@ -121,20 +135,8 @@ inline void q8_tile(const Block* w, std::size_t stride, const quant::q8_0::block
     if constexpr (has_min) x_sum = static_cast<float>(vaddlvq_s8(x0) + vaddlvq_s8(x1));
     for (int r = 0; r < R; ++r) {
       const Block& wb = w[static_cast<std::size_t>(r) * stride + b];
-      int8x16x2_t values;
-      if constexpr (std::is_same_v<Block, quant::q4_0::block>) {
-        values = q4_0_values(wb.qs);
-      } else if constexpr (std::is_same_v<Block, quant::q5_0::block>) {
-        const uint8x16x2_t n = q5_levels(wb);
-        const int8x16_t sixteen = vdupq_n_s8(16);
-        values = {{vsubq_s8(vreinterpretq_s8_u8(n.val[0]), sixteen), vsubq_s8(vreinterpretq_s8_u8(n.val[1]), sixteen)}};
-      } else if constexpr (has_min) {
-        const uint8x16x2_t n = q5_levels(wb);
-        values = {{vreinterpretq_s8_u8(n.val[0]), vreinterpretq_s8_u8(n.val[1])}};
-        acc_min[r] += f16_to_f32(wb.m) * dx * x_sum;
-      } else {
-        values = {{vld1q_s8(wb.qs), vld1q_s8(wb.qs + 16)}};
-      }
+      if constexpr (has_min) acc_min[r] += f16_to_f32(wb.m) * dx * x_sum;
+      const int8x16x2_t values = signed_values(wb);
       const int32x4_t sums = dot(dot(vdupq_n_s32(0), values.val[0], x0), values.val[1], x1);
       acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(sums), vdupq_n_f32(f16_to_f32(wb.d) * dx));
     }
@@ -266,38 +268,19 @@ struct sdot_dot {
   }
 };
 
-/// The row tile for weight block type `Block` with dot product `Dot`.
-template <int R, class Dot>
-inline void tile(const quant::q8_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
-  q8_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q4_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
-  q8_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q5_0::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
-  q8_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q5_1::block* w, std::size_t s, const quant::q8_0::block* x, std::size_t n, float* y) noexcept {
-  q8_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q4_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
-  q4_k_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q5_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
-  q4_k_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot>
-inline void tile(const quant::q6_k::block* w, std::size_t s, const quant::q8_k::block* x, std::size_t n, float* y) noexcept {
-  q6_k_tile<R>(w, s, x, n, y, Dot{});
-}
-template <int R, class Dot, class Element>
-inline void tile(const Element* w, std::size_t s, const float* x, std::size_t n, float* y) noexcept {
-  float_tile<R>(w, s, x, n, y);
+/// The row tile for weight block type `Block` with dot product `Dot`: by the activation
+/// it pairs with (floats, Q8_0, Q8_K), then Q6_K's own.
+template <int R, class Dot, class Block, class Activation>
+inline void tile(const Block* w, std::size_t s, const Activation* x, std::size_t n, float* y) noexcept {
+  if constexpr (std::is_same_v<Activation, float>) {
+    float_tile<R>(w, s, x, n, y);
+  } else if constexpr (std::is_same_v<Activation, quant::q8_0::block>) {
+    q8_tile<R>(w, s, x, n, y, Dot{});
+  } else if constexpr (std::is_same_v<Block, quant::q6_k::block>) {
+    q6_k_tile<R>(w, s, x, n, y, Dot{});
+  } else {
+    q4_k_tile<R>(w, s, x, n, y, Dot{});
+  }
 }
 
 template <class Dot, class WeightBlock, class Activation>
