@@ -14,11 +14,13 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "hedge/engine/backend.hpp"
+#include "hedge/engine/speculative.hpp"
 
 namespace hedge::os {
 
@@ -75,6 +77,15 @@ class concurrent_cloud {
     if (!finished) return engine::cloud_poll{};
     join();
     return final_result;
+  }
+
+  /// Speculative scoring (engine/speculative.hpp) runs on the caller's thread: a round is
+  /// one request-response, never raced. Present when the wrapped backend scores.
+  result<std::span<const engine::position_score>> score(const engine::score_call& call)
+    requires requires(Blocking& b, const engine::score_call& c) { b.score(c); }
+  {
+    join();
+    return inner_.score(call);
   }
 
   void cancel() {
