@@ -36,14 +36,16 @@ start_server() {
 
 start_server cloud
 cloud=$url
-# scenario NAME FAULTS: an upstream with that fault script in front of the cloud, and a
-# gateway in front of it; the gateway's URL in $gw, the upstream's record in $work/NAME.record.
+# scenario NAME FAULTS [CLOUDS [ARGS...]]: an upstream with that fault script in front of the
+# cloud, and a gateway in front of it (CLOUDS times as its --cloud: fallbacks; default 1; ARGS:
+# more of its flags); the gateway's URL in $gw, the upstream's record in $work/NAME.record.
 scenario() {
-  local name=$1 faults=$2
+  local name=$1 faults=$2 clouds=()
   python3 "$(dirname "$0")/gateway_upstream.py" "$work/$name.port" "$work/$name.record" "$cloud" "$faults" &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.05; done
-  start_server "gateway-$name" --cloud "http://127.0.0.1:$(cat "$work/$name.port")" --cloud-price 0.15,0.60
+  for _ in $(seq "${3:-1}"); do clouds+=(--cloud "http://127.0.0.1:$(cat "$work/$name.port")"); done
+  start_server "gateway-$name" "${clouds[@]}" --cloud-price 0.15,0.60 "${@:4}"
   gw=$url
 }
 # stream NAME BODY: the SSE body in $work/NAME.sse, the last chunk's JSON in $work/NAME.last.
@@ -139,6 +141,72 @@ check "private: the message never reached the upstream" bash -c "! grep -q 'SECR
 for f in "$work"/*.record; do
   check "no card number in $(basename "$f")" bash -c "! grep -q '4111 1111' '$f'"
 done
+
+# Passthrough: tools, response_format, an image part or a model the edge does not serve go to
+# the cloud with every byte of the body as the client wrote it (PII in message text aside: a
+# placeholder), and the cloud's chunks, tool-call deltas included, come back unchanged.
+fields='"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"tool_choice":"auto","temperature":0.70,"x_vendor":{"a":[1,2.50,"\u00e9"]}'
+tools_ask='{"model":"stories260K","messages":[{"role":"user","content":"Weather where card 4111 1111 1111 1111 was used?"}],'"$fields"
+scenario tools "tools,tools,toolcut2,echo,echo,echo,echo" 1 --cloud-model big
+curl -s -m 30 -N -D "$work/tools.head" -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/tools.sse"
+grep '^data: {' "$work/tools.sse" | sed 's/^data: //' > "$work/tools.events"
+check "tools, streamed: one [DONE]" one_done tools
+check "tools, streamed: x-hedge-route says passthrough" grep -qi '^x-hedge-route: passthrough; tools' "$work/tools.head"
+check "tools, streamed: the tool call's argument deltas, unchanged" \
+  [ "$(jq -j '.choices[0].delta.tool_calls[0].function.arguments // empty' "$work/tools.events")" = '{"city": "Paris"}' ]
+check "tools, streamed: finish_reason tool_calls" grep -q '"finish_reason": "tool_calls"' "$work/tools.events"
+check "tools, streamed: the hedge object, one redaction" [ "$(jq -s 'map(.hedge // empty) | .[0].redactions' "$work/tools.events")" = 1 ]
+curl -s -m 30 -o "$work/tools.json" -H 'Content-Type: application/json' --data-binary "${tools_ask}}" "$gw/v1/chat/completions"
+check "tools, whole: the tool call" [ "$(jq -r '.choices[0].message.tool_calls[0].function.arguments' "$work/tools.json")" = '{"city": "Paris"}' ]
+check "tools, whole: the hedge object says passthrough" [ "$(jq -r '.hedge.mode' "$work/tools.json")" = passthrough ]
+check "tools: every other field reached the upstream byte for byte (twice)" \
+  [ "$(grep -cF "\"messages\":[{\"role\":\"user\",\"content\":\"Weather where card <CARD_1> was used?\"}],$fields" "$work/tools.record")" = 2 ]
+check "tools: the cloud's model (--cloud-model) in place of the edge's" [ "$(grep -c '^{"model":"big",' "$work/tools.record")" = 2 ]
+# A cut inside a tool call: the client's stream ends with an error event and one [DONE], no
+# other tier continues it.
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/toolcut.sse"
+check "tool call cut: the two events sent, then an error event" \
+  bash -c "[ \$(grep -c 'tool_calls' '$work/toolcut.sse') = 2 ] && grep -q '^data: {\"error\"' '$work/toolcut.sse'"
+check "tool call cut: one [DONE]" one_done toolcut
+# The cloud's answer holds the placeholder: the client sees the number (streamed and whole).
+card_ask='{"messages":[{"role":"user","content":"Repeat: 4111 1111 1111 1111 please"}],"response_format":{"type":"text"}'
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${card_ask},\"stream\":true}" "$gw/v1/chat/completions" \
+  > "$work/echo.sse"
+check "response_format, streamed: the placeholder restored across chunks" \
+  [ "$(text_of echo)" = 'Repeat: 4111 1111 1111 1111 please' ]
+curl -s -m 30 -o "$work/echo.json" -H 'Content-Type: application/json' --data-binary "${card_ask}}" "$gw/v1/chat/completions"
+check "response_format, whole: the placeholder restored" \
+  [ "$(jq -r '.choices[0].message.content' "$work/echo.json")" = 'Repeat: 4111 1111 1111 1111 please' ]
+# An image part, and a model the edge does not serve, reach the cloud as sent.
+curl -s -m 30 -o "$work/image.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}' \
+  "$gw/v1/chat/completions"
+check "image part: passed through" [ "$(jq -r '.choices[0].message.content' "$work/image.json")" = 'What is this?[image_url]' ]
+check "image part: its bytes reached the upstream, the cloud's model added" grep -qF '{"model":"big","messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}' "$work/tools.record"
+curl -s -m 30 -o "$work/model.json" -H 'Content-Type: application/json' --data-binary \
+  '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}' "$gw/v1/chat/completions"
+check "another model: passed through, its name intact" \
+  bash -c "[ \"\$(jq -r '.hedge.reason' '$work/model.json')\" = model ] && grep -qF '{\"model\":\"gpt-4o-mini\",' '$work/tools.record'"
+# A private data class that needs a cloud: refused, nothing sent.
+before=$(grep -c '^----' "$work/tools.record")
+status=$(curl -s -m 30 -o "$work/tools-private.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"SECRET-PLAN for the tool"}],'"$fields"',"hedge":{"data_class":"private"}}' \
+  "$gw/v1/chat/completions")
+check "tools + private: 403 policy_refused" \
+  [ "$status:$(jq -r '.error.code' "$work/tools-private.json")" = 403:policy_refused ]
+check "tools + private: nothing reached the upstream" \
+  bash -c "[ \$(grep -c '^----' '$work/tools.record') = $before ] && ! grep -q SECRET-PLAN '$work/tools.record'"
+# Fallback before the first byte: the first cloud is down, the second answers the tool call.
+scenario tools_fallback "down,tools" 2
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/tools_fallback.sse"
+grep '^data: {' "$work/tools_fallback.sse" | sed 's/^data: //' > "$work/tools_fallback.events"
+check "tools, first cloud down: the second's tool call, one [DONE]" \
+  bash -c "[ \"\$(jq -j '.choices[0].delta.tool_calls[0].function.arguments // empty' '$work/tools_fallback.events')\" = '{\"city\": \"Paris\"}' ] && [ \$(grep -c '^data: \[DONE\]' '$work/tools_fallback.sse') = 1 ]"
+check "tools, first cloud down: marked cloud1, a fallback" \
+  [ "$(jq -s -r 'map(.hedge // empty) | .[0] | "\(.spans[0].tier) \(.fallback)"' "$work/tools_fallback.events")" = "cloud1 true" ]
 
 # 50 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
 scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -178,6 +179,9 @@ class gateway {
   using engine_type = engine::hybrid_engine<scheduler_edge, cloud_backend, router_type, verify::logistic_verifier,
                                             os::steady_clock, locked_telemetry>;
   using task = std::function<void(engine_type&)>;
+  /// A request passed through to the clouds (passthrough.hpp): each worker's clients, in
+  /// fallback order, and its engine (for the clouds' breakers).
+  using pass_task = std::function<void(std::span<curl_client* const>, const engine_type&)>;
 
   gateway(scheduler& s, gateway_options options) : options_(std::move(options)), edge_(s) {
     telemetry_.all_cloud_prices = options_.engine.cloud_prices[0];
@@ -199,6 +203,7 @@ class gateway {
         c->blocking = std::make_unique<blocking_cloud>(*c->client);
         c->concurrent = std::make_unique<cloud_backend>(*c->blocking);
         wk->tiers.push_back(c->concurrent.get());
+        wk->clients.push_back(c->client.get());
         wk->clouds.push_back(std::move(c));
       }
       wk->engine = std::make_unique<engine_type>(edge_, std::span<cloud_backend* const>(wk->tiers), router_type{},
@@ -215,13 +220,10 @@ class gateway {
 
   /// Queues a request; false when `queue` already wait (the caller answers 429).
   bool submit(task t) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_ || waiting_.size() >= options_.queue) return false;
-      waiting_.push_back(std::move(t));
-    }
-    wake_.notify_one();
-    return true;
+    return enqueue([t = std::move(t)](worker& w) { t(*w.engine); });
+  }
+  bool submit(pass_task t) {
+    return enqueue([t = std::move(t)](worker& w) { t(w.clients, *w.engine); });
   }
 
   /// Waiting requests are dropped (their handlers answer 503 as the tasks are destroyed);
@@ -279,13 +281,24 @@ class gateway {
   struct worker {
     std::vector<std::unique_ptr<cloud_slot>> clouds;
     std::vector<cloud_backend*> tiers;
+    std::vector<curl_client*> clients;  ///< the same clouds' clients, for passthrough requests
     std::unique_ptr<engine_type> engine;
     std::thread thread;
   };
 
+  bool enqueue(std::function<void(worker&)> t) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_ || waiting_.size() >= options_.queue) return false;
+      waiting_.push_back(std::move(t));
+    }
+    wake_.notify_one();
+    return true;
+  }
+
   void work(worker& w) {
     for (;;) {
-      task t;
+      std::function<void(worker&)> t;
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
@@ -293,7 +306,7 @@ class gateway {
         t = std::move(waiting_.front());
         waiting_.pop_front();
       }
-      t(*w.engine);
+      t(w);
     }
   }
 
@@ -304,7 +317,7 @@ class gateway {
   std::vector<std::unique_ptr<worker>> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<task> waiting_;
+  std::deque<std::function<void(worker&)>> waiting_;
   bool stopping_ = false;
 };
 

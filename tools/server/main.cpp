@@ -34,6 +34,7 @@
 #include "hedge/os/model_file.hpp"
 #include "gateway.hpp"
 #include "hedge/os/api_key.hpp"
+#include "passthrough.hpp"
 #include "hedge/os/http_server.hpp"
 #include "scheduler.hpp"
 
@@ -385,6 +386,9 @@ class server_app {
     auto j = std::make_shared<job>();
     if (auto e = parse_request(std::move(req.body), chat, j->request)) return send_error(res, endpoint, *e);
     const parsed_request& r = j->request;
+    if (r.cloud_only_part)
+      return send_error(res, endpoint, {400, "only text content parts are supported (with --cloud, others go to the cloud)",
+                                        r.cloud_only, {}});
     if (r.model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r.model.size()) + " bytes, more than " +
                                                  std::to_string(max_model_name_bytes), "model", {}});
@@ -453,10 +457,12 @@ class server_app {
   /// writes the response as the engine's events come (routed: the head; tokens: chunks).
   void complete_hybrid(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
     auto r = std::make_shared<parsed_request>();
-    if (auto e = parse_request(std::move(req.body), chat, *r)) return send_error(res, endpoint, *e);
+    if (auto e = parse_request(req.body, chat, *r)) return send_error(res, endpoint, *e);
     if (r->model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r->model.size()) + " bytes, more than " +
                                                  std::to_string(max_model_name_bytes), "model", {}});
+    if (!r->cloud_only.empty() || !edge_serves(r->model))
+      return pass_to_cloud(std::move(req.body), std::move(r), std::move(res), endpoint);
     if (r->echo || r->prompt_is_ids || (r->max_tokens && *r->max_tokens == 0))
       return send_error(res, endpoint, {400, "echo, token-id prompts and scoring are served without --cloud only", {}, {}});
     auto cancel = std::make_shared<std::atomic<bool>>(false);
@@ -479,6 +485,147 @@ class server_app {
                                   " requests already wait; retry later", {}, "rate_limit_exceeded", "rate_limit_error"},
                         retry);
     }
+  }
+
+  /// A model name the gateway's engine serves: none, the edge's (its alias, or the file's name
+  /// without its extension) or the clouds' --cloud-model. Others go to the cloud as named.
+  bool edge_serves(const std::string& model) const {
+    const std::string_view edge(model_name_);
+    return model.empty() || model == edge || model == edge.substr(0, edge.rfind('.')) ||
+           model == gateway_->options().cloud_model;
+  }
+
+  /// What the edge cannot serve (request.hpp's cloud_only, or a model it does not serve) goes
+  /// to the clouds whole (passthrough.hpp), after the same privacy rule as the engine's cloud
+  /// path: a data class kept on the device, or an entity kept there, is refused (403) and
+  /// nothing is sent.
+  void pass_to_cloud(std::string raw, std::shared_ptr<parsed_request> r, os::http_response res, const std::string& endpoint) {
+    const engine::privacy_options& privacy = gateway_->options().engine.privacy;
+    const std::string reason = r->cloud_only.empty() ? "model" : r->cloud_only;
+    const std::string why = r->cloud_only.empty() ? "model '" + r->model + "'" : "'" + r->cloud_only + "'";
+    if (r->hedge.mode == "edge")
+      return send_error(res, endpoint, {400, why + " needs a cloud, and 'hedge.mode' is edge", "hedge.mode", {}});
+    const auto classes = static_cast<route::data_class>(r->hedge.data_classes);
+    if ((classes & privacy.restricted) != route::data_class{})
+      return send_error(res, endpoint, {403, why + " needs a cloud, and the request's data class stays on the device; "
+                                             "nothing was sent", "hedge.data_class", "policy_refused"});
+    const route::pii_detector kept(privacy.keep_on_device);
+    bool kept_found = privacy.keep_on_device != route::pii_entity::none && kept.first(r->prompt).has_value();
+    for (const auto& m : r->messages) kept_found = kept_found || (privacy.keep_on_device != route::pii_entity::none &&
+                                                                  kept.first(m.content).has_value());
+    if (kept_found)
+      return send_error(res, endpoint, {403, why + " needs a cloud, and the messages hold data that stays on the "
+                                             "device; nothing was sent", "messages", "policy_refused"});
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    res.on_client_gone([cancel] { *cancel = true; });
+    {
+      std::lock_guard lock(active_mutex_);
+      std::erase_if(active_, [](const std::weak_ptr<std::atomic<bool>>& w) { return w.expired(); });
+      active_.push_back(cancel);
+    }
+    auto body = std::make_shared<std::string>(std::move(raw));
+    auto run = [this, r, body, res, cancel, endpoint, reason](std::span<gateway::curl_client* const> clouds,
+                                                          const gateway::engine_type& hybrid) mutable {
+      serve_passthrough(clouds, hybrid, *body, *r, res, *cancel, endpoint, reason);
+    };
+    if (!gateway_->submit(gateway::pass_task(std::move(run)))) {
+      const os::http_response_header retry[] = {{"Retry-After", "1"}};
+      return send_error(res, endpoint,
+                        {429, "the gateway is busy: " + std::to_string(gateway_->options().queue) +
+                                  " requests already wait; retry later", {}, "rate_limit_exceeded", "rate_limit_error"},
+                        retry);
+    }
+  }
+
+  /// The largest non-streamed answer a passthrough request takes from a cloud.
+  static constexpr std::size_t max_passthrough_answer = 8u << 20;
+
+  /// Runs a passthrough request on a gateway worker: the clouds in order (an open breaker is
+  /// skipped while another cloud is left); a cloud that fails before the client got a byte
+  /// hands the request to the next; a cut after that ends the client's stream with an error
+  /// event and one [DONE] (the next cloud cannot continue a tool call it did not start).
+  void serve_passthrough(std::span<gateway::curl_client* const> clouds, const gateway::engine_type& hybrid,
+                         const std::string& raw, const parsed_request& r, os::http_response& res,
+                         const std::atomic<bool>& cancel, const std::string& endpoint, const std::string& reason) {
+    engine::privacy_vault vault;
+    const std::string& cloud_model = gateway_->options().cloud_model;
+    auto forwarded = forward_body(raw, edge_serves(r.model) ? std::string_view(cloud_model) : std::string_view(),
+                                  gateway_->options().engine.privacy, vault);
+    if (!forwarded) return send_error(res, endpoint, {400, std::string(forwarded.error().message()), {}, {}});
+    answer_restorer restore(vault, r.chat);
+    const std::string_view path = r.chat ? "/chat/completions" : "/completions";
+    std::unique_ptr<char[]> answer;
+    if (!r.stream) answer.reset(new char[max_passthrough_answer]);
+    bool started = false, gone = false, malformed = false, fell_back = false;
+    std::string tier, whole;
+    const std::string route_header = "passthrough; " + reason;
+    api_error failure{503, "no cloud endpoint", {}, "tier_unavailable", "server_error"};
+    const auto hedge_object = [&] {
+      return R"({"mode":"passthrough","route":"cloud","reason":)" + json_literal(reason) + R"(,"spans":[{"tier":)" +
+             json_literal(tier) + R"(}],"escalated":false,"fallback":)" + (fell_back ? "true" : "false") +
+             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(forwarded->redactions) + "}";
+    };
+    for (std::size_t c = 0; c < clouds.size() && !cancel; ++c) {
+      if (c + 1 < clouds.size() && hybrid.breaker_state(c) == route::circuit::open) continue;
+      tier = "cloud" + std::to_string(c);
+      fell_back = c > 0;
+      auto observe = [&](std::string_view data) {
+        if (!r.stream) return whole.assign(data), void();
+        std::string out = restore.event(data);
+        if (out.empty()) return malformed = true, void();
+        if (!started) {
+          metrics_->request(endpoint, 200);
+          const os::http_response_header headers[] = {
+              {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier}, {"x-hedge-route", route_header}};
+          res.start(200, "text/event-stream", headers);
+          started = true;
+        }
+        if (!gone && !res.write(out)) gone = true;
+      };
+      const function_ref<void(std::string_view)> observer(observe);
+      gateway::curl_client& client = *clouds[c];
+      client.set_limits(cloud::transport_limits{});
+      client.observe_events(&observer);
+      const auto ignore = [](const cloud::choice_delta&) { return true; };
+      const cloud::call_outcome out =
+          r.stream ? client.send_stream(path, forwarded->body, ignore, &cancel)
+                   : client.send_once(path, forwarded->body, std::span<char>(answer.get(), max_passthrough_answer), ignore,
+                                      &cancel);
+      client.observe_events(nullptr);
+      if (out.ok() && !malformed) {
+        if (!r.stream) {
+          std::string body = restore.whole(whole);
+          const std::size_t close = body.rfind('}');
+          if (close != std::string::npos) body.insert(close, R"(,"hedge":)" + hedge_object());
+          const os::http_response_header headers[] = {{"x-hedge-tier", tier}, {"x-hedge-route", route_header}};
+          return send(res, endpoint, 200, "application/json", body, headers);
+        }
+        if (!started) {  // a stream of no events: [DONE] alone
+          metrics_->request(endpoint, 200);
+          res.start(200, "text/event-stream");
+          started = true;
+        }
+        const std::string object = r.chat ? "chat.completion.chunk" : "text_completion";
+        res.write(restore.flush() + R"(data: {"object":")" + object + R"(","choices":[],"hedge":)" + hedge_object() +
+                  "}\n\ndata: [DONE]\n\n");
+        res.end();
+        return;
+      }
+      const std::string message = out.ok() ? std::string("the cloud sent an event that is not JSON")
+                                            : std::string(out.status.error().message());
+      const bool refused = out.http_status >= 400 && out.http_status < 500 && out.http_status != 408 && out.http_status != 429;
+      failure = {refused ? out.http_status : 502, tier + ": " + message, {},
+                 refused ? "upstream_refused" : "tier_unavailable", refused ? "invalid_request_error" : "server_error"};
+      if (started) {
+        // The client has the cloud's bytes: no other cloud can continue them (a tool call's
+        // arguments included), so the stream ends here, with the error and one [DONE].
+        res.write("data: " + error_body(failure) + "\n\ndata: [DONE]\n\n");
+        res.end();
+        return;
+      }
+      if (refused) break;  // the request itself was refused: another cloud would refuse it too
+    }
+    send_error(res, endpoint, failure);
   }
 
   static engine::mode mode_named(const std::string& m) {
