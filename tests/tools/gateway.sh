@@ -208,6 +208,35 @@ check "tools, first cloud down: the second's tool call, one [DONE]" \
 check "tools, first cloud down: marked cloud1, a fallback" \
   [ "$(jq -s -r 'map(.hedge // empty) | .[0] | "\(.spans[0].tier) \(.fallback)"' "$work/tools_fallback.events")" = "cloud1 true" ]
 
+# A full local queue (--queue 0: one runs, none waits; 20 ms a token) spills to the cloud where
+# the policy allows (auto), and answers 429 with Retry-After where it does not (edge, private).
+scenario spill "" 1 --queue 0 --token-delay-ms 20
+# burst NAME HEDGE: 4 concurrent streams; their statuses in $work/NAME.codes, bodies NAME-i.sse.
+burst() {
+  local curls=()
+  for i in 1 2 3 4; do
+    curl -s -m 30 -N -D "$work/$1-$i.head" -o "$work/$1-$i.sse" -H 'Content-Type: application/json' --data-binary \
+      '{"messages":[{"role":"user","content":"Once upon a time SPILL-MARK"}],"max_tokens":30,"stream":true,"hedge":'"$2"'}' \
+      "$gw/v1/chat/completions" &
+    curls+=($!)
+  done
+  wait "${curls[@]}"
+  for i in 1 2 3 4; do sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' "$work/$1-$i.head"; done | sort | tr '\n' ' ' > "$work/$1.codes"
+}
+tiers_of() { cat "$work/$1"-*.sse | grep '^data: {' | sed 's/^data: //' | jq -r '.hedge.spans[]?.tier' | sort -u | tr '\n' ' '; }
+burst spill_auto '{"mode":"auto"}'
+check "full queue, auto: all 4 answered ($(cat "$work/spill_auto.codes"))" [ "$(cat "$work/spill_auto.codes")" = "200 200 200 200 " ]
+check "full queue, auto: spilled to the cloud ($(tiers_of spill_auto))" grep -q cloud0 <(tiers_of spill_auto)
+before=$(grep -c SPILL-MARK "$work/spill.record")
+burst spill_edge '{"mode":"edge"}'
+check "full queue, edge: 429 for some ($(cat "$work/spill_edge.codes"))" grep -q 429 "$work/spill_edge.codes"
+check "full queue, edge: the 429s say Retry-After" \
+  bash -c "for h in '$work'/spill_edge-*.head; do grep -q '^HTTP/1.1 429' \$h && ! grep -qi '^retry-after: 1' \$h && exit 1; done; exit 0"
+check "full queue, edge: the rest answered by the edge ($(tiers_of spill_edge))" [ "$(tiers_of spill_edge)" = "edge " ]
+burst spill_private '{"data_class":"private"}'
+check "full queue, private: 429 for some ($(cat "$work/spill_private.codes"))" grep -q 429 "$work/spill_private.codes"
+check "full queue, edge and private: nothing reached the cloud" [ "$(grep -c SPILL-MARK "$work/spill.record")" = "$before" ]
+
 # 50 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
 scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"
 for i in $(seq 50); do

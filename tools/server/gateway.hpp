@@ -41,6 +41,10 @@
 
 namespace hedge::server {
 
+/// The edge's refusal when the local model's queue is full: the engine spills the request to
+/// the cloud where the policy allows; where it does not, the gateway answers 429.
+inline constexpr std::string_view edge_queue_full = "the local model's queue is full";
+
 /// The local model's scheduler as the engine's edge tier: each generate() is one job in the
 /// scheduler's queue (thread-safe: the gateway's workers share one). A full queue is an
 /// `unavailable` error, so the engine spills the request to the cloud where the policy allows.
@@ -97,7 +101,7 @@ class scheduler_edge {
     };
     switch (scheduler_->submit(j)) {
       case scheduler::admission::queued: break;
-      case scheduler::admission::busy: return error{errc::unavailable} << "the local model's queue is full";
+      case scheduler::admission::busy: return error{errc::unavailable} << edge_queue_full;
       case scheduler::admission::stopping: return error{errc::unavailable} << "the server is shutting down";
     }
     engine::edge_summary summary;

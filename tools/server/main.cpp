@@ -333,8 +333,11 @@ class server_app {
     res.send(status, type, body, headers);
   }
 
+  /// An error response; a 429 without headers of its own says Retry-After: 1.
   void send_error(os::http_response& res, const std::string& endpoint, const api_error& e,
                   std::span<const os::http_response_header> headers = {}) {
+    static const os::http_response_header retry[] = {{"Retry-After", "1"}};
+    if (e.status == 429 && headers.empty()) headers = retry;
     send(res, endpoint, e.status, "application/json", error_body(e), headers);
   }
 
@@ -648,7 +651,7 @@ class server_app {
     q.max_cost = r.hedge.max_cost;
     q.requested = mode_named(r.hedge.mode);
     if (q.requested == engine::mode::cloud_first && !r.hedge.fallback) q.requested = engine::mode::cloud_only;
-    q.fallback = r.hedge.fallback;
+    q.fallback = r.hedge.fallback && q.requested != engine::mode::edge_only;  // `edge`: the edge only, never spilled
     q.hold = r.hedge.delivery == "verified" ? engine::delivery::verified()
              : r.hedge.delivery == "buffer"  ? engine::delivery::buffer(r.hedge.hold_tokens)
                                              : engine::delivery::immediate();
@@ -660,25 +663,31 @@ class server_app {
     q.cancel = &cancel;
     bool started = false, gone = false;
     std::string text, tier_header_, route_header_;
+    // The head goes out with the first text, so a request no tier could take (the edge's queue
+    // full, where the policy keeps it there) still gets its own status (429), not an event.
+    const auto open_stream = [&] {
+      if (started) return;
+      metrics_->request(endpoint, 200);
+      const os::http_response_header headers[] = {
+          {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
+      res.start(200, "text/event-stream", headers);
+      started = true;
+      if (head.chat) gone = !res.write(chunk(head, r, "", true, {}, 0, nullptr));
+    };
     auto on_event = [&](const engine::engine_event& e) {
       if (e.kind == engine::event_kind::routed) {
         tier_header_ = std::string(engine::telemetry::slot_name(e.tier.slot()));
         route_header_ = std::string(engine::to_string(e.ran)) + "; " + std::string(route::to_string(e.route_reason));
-        if (!r.stream) return;
-        metrics_->request(endpoint, 200);
-        const os::http_response_header headers[] = {
-            {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
-        res.start(200, "text/event-stream", headers);
-        started = true;
-        if (head.chat) gone = !res.write(chunk(head, r, "", true, {}, 0, nullptr));
         return;
       }
       if (e.kind != engine::event_kind::token || e.text.empty()) return;
       if (!r.stream) return text.append(e.text), void();
+      open_stream();
       if (!gone && !res.write(chunk(head, r, e.text, false, {}, 0, nullptr))) gone = true;
     };
     const engine::engine_outcome out = hybrid.run(q, on_event);
     const std::string hedge = hedge_object(out);
+    if (r.stream && out.ok()) open_stream();  // an answer of no text
     if (!r.stream || !started) {
       if (!out.ok()) return send_error(res, endpoint, api_error_of(out));
       const os::http_response_header headers[] = {{"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
@@ -719,6 +728,9 @@ class server_app {
 
   static api_error api_error_of(const engine::engine_outcome& out) {
     const error& e = out.status.error();
+    if (e.code() == errc::unavailable && e.message().find(edge_queue_full) != std::string_view::npos)
+      return {429, std::string(e.message()) + "; the policy keeps this request on the edge; retry later", {},
+              "rate_limit_exceeded", "rate_limit_error"};
     switch (e.code()) {
       case errc::capacity_exceeded: return {400, std::string(e.message()), {}, "context_length_exceeded"};
       case errc::invalid_argument: return {400, std::string(e.message()), {}, {}};
