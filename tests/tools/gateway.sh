@@ -237,6 +237,30 @@ burst spill_private '{"data_class":"private"}'
 check "full queue, private: 429 for some ($(cat "$work/spill_private.codes"))" grep -q 429 "$work/spill_private.codes"
 check "full queue, edge and private: nothing reached the cloud" [ "$(grep -c SPILL-MARK "$work/spill.record")" = "$before" ]
 
+# The config file: examples/gateway.json, its clouds pointed at a recording upstream; its key
+# from the variable it names; flags override it; a key it does not know is an error naming it.
+example=$(dirname "$0")/../../examples/gateway.json
+scenario config_up "" 1
+up="http://127.0.0.1:$(cat "$work/config_up.port")"
+jq --arg u "$up" '.clouds |= map(.url = $u) | .chat_template = "plain"' "$example" > "$work/gateway.json"
+OPENAI_API_KEY=sk-config-test start_server config --config "$work/gateway.json"
+check "config: /v1/models lists each cloud's model" \
+  [ "$(curl -s -m 5 "$url/v1/models" | jq -r '[.data[].id] | join(",")')" = "edge,llama-3.1-70b,gpt-4o-mini" ]
+check "config: -m and --port override the file (it listens)" [ -n "$url" ]
+curl -s -m 30 -o "$work/config.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":8,"hedge":{"mode":"cloud"}}' "$url/v1/chat/completions"
+check "config: the first cloud's model and the key from \$OPENAI_API_KEY reach the upstream" \
+  bash -c "grep -q '\"model\":\"llama-3.1-70b\"' '$work/config_up.record' && grep -q 'Authorization: Bearer sk-config-test' '$work/config_up.record'"
+check "config: the key is in no log line" bash -c "! grep -q sk-config-test '$work/config.err' '$work/config.out'"
+check "config: the budget's prices apply (cost > 0)" [ "$(jq -r '.hedge.cost > 0' "$work/config.json")" = true ]
+jq '.router.treshold = 1' "$example" > "$work/bad.json"
+"$server" --config "$work/bad.json" -m "$model" --port 0 > /dev/null 2> "$work/bad.err"; bad_status=$?
+check "config: an unknown key is a usage error naming it" \
+  bash -c "[ $bad_status = 2 ] && grep -q \"'router.treshold' is not a setting\" '$work/bad.err'"
+jq '.clouds[1].price.output = "cheap"' "$example" > "$work/bad.json"
+"$server" --config "$work/bad.json" -m "$model" --port 0 > /dev/null 2> "$work/bad.err"
+check "config: a wrong type names the setting" grep -q "'clouds\[1\].price.output' must be a number" "$work/bad.err"
+
 # 50 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
 scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"
 for i in $(seq 50); do

@@ -164,9 +164,21 @@ struct locked_telemetry {
   }
 };
 
+/// The demo's illustrative deferral weights; fit yours (docs/routing.md).
+inline verify::deferral_rule default_deferral() {
+  verify::deferral_rule rule;
+  rule.bias = -2.0f;
+  rule.weights = {-1.5f, 0.0f, -2.0f, 0.5f, 0.0f};
+  return rule;
+}
+
 struct gateway_options {
   std::vector<std::string> clouds;  ///< base URLs in fallback order, e.g. http://10.0.0.2:8000
   std::string cloud_model;          ///< sent as "model" to every cloud (empty: none)
+  std::vector<std::string> cloud_models;  ///< per cloud, in the order of `clouds` (empty: cloud_model)
+  double router_threshold = 0.0;          ///< the router's soft-score threshold (route/router.hpp)
+  verify::deferral_rule deferral = default_deferral();
+  std::string delivery = "immediate";     ///< a request's default: immediate, verified, or a count
   std::string api_key;              ///< sent to every cloud (from the environment or a file, never a flag)
   engine::engine_options engine{};  ///< prices, the budget, retries, breakers, privacy
   std::size_t workers = 8;          ///< requests the gateway runs at once
@@ -192,16 +204,12 @@ class gateway {
     engine::engine_options per_worker = options_.engine;
     if (per_worker.budget.per_period > 0)
       per_worker.budget.per_period /= static_cast<double>(options_.workers ? options_.workers : 1);
-    // The deferral weights are the demo's illustrative ones; fit yours (docs/routing.md).
-    verify::deferral_rule rule;
-    rule.bias = -2.0f;
-    rule.weights = {-1.5f, 0.0f, -2.0f, 0.5f, 0.0f};
     for (std::size_t w = 0; w < std::max<std::size_t>(options_.workers, 1); ++w) {
       auto wk = std::make_unique<worker>();
-      for (const auto& url : options_.clouds) {
-        auto c = std::make_unique<cloud_slot>(url);
+      for (std::size_t n = 0; n < options_.clouds.size(); ++n) {
+        auto c = std::make_unique<cloud_slot>(options_.clouds[n]);
         cloud::endpoint e;
-        e.model = options_.cloud_model;
+        e.model = cloud_model(n);
         e.api_key = options_.api_key;
         c->client = std::make_unique<curl_client>(c->transport, e);
         c->blocking = std::make_unique<blocking_cloud>(*c->client);
@@ -210,8 +218,10 @@ class gateway {
         wk->clients.push_back(c->client.get());
         wk->clouds.push_back(std::move(c));
       }
-      wk->engine = std::make_unique<engine_type>(edge_, std::span<cloud_backend* const>(wk->tiers), router_type{},
-                                                 verify::logistic_verifier{rule}, os::steady_clock{},
+      router_type router(route::privacy_policy{}, route::health_policy{}, route::context_fit_policy{},
+                         route::latency_policy{}, route::cost_policy{}, options_.router_threshold);
+      wk->engine = std::make_unique<engine_type>(edge_, std::span<cloud_backend* const>(wk->tiers), router,
+                                                 verify::logistic_verifier{options_.deferral}, os::steady_clock{},
                                                  locked_telemetry{&telemetry_, &telemetry_mutex_}, per_worker);
       workers_.push_back(std::move(wk));
     }
@@ -245,6 +255,11 @@ class gateway {
   }
 
   [[nodiscard]] const gateway_options& options() const noexcept { return options_; }
+  /// The model name sent to cloud `n`.
+  [[nodiscard]] const std::string& cloud_model(std::size_t n) const noexcept {
+    return n < options_.cloud_models.size() && !options_.cloud_models[n].empty() ? options_.cloud_models[n]
+                                                                                 : options_.cloud_model;
+  }
 
   /// The engine's telemetry in Prometheus text.
   std::string metrics() const {

@@ -32,6 +32,7 @@
 #include <rapidjson/writer.h>
 
 #include "hedge/os/model_file.hpp"
+#include "config.hpp"
 #include "gateway.hpp"
 #include "hedge/os/api_key.hpp"
 #include "passthrough.hpp"
@@ -47,7 +48,7 @@ constexpr const char* usage_text =
     "usage: hedge-server -m MODEL [-z TOKENIZER] [--host HOST] [--port PORT] [--threads N] [--ctx-size N]\n"
     "                    [--queue N] [--alias NAME] [--chat-template NAME]\n"
     "                    [--cloud URL]... [--cloud-model NAME] [--cloud-price IN,OUT] [--edge-price IN,OUT]\n"
-    "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N]\n"
+    "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N] [--config FILE]\n"
     "  -m MODEL        a GGUF file, or a llama2.c .bin (then -z TOKENIZER, its tokenizer.bin)\n"
     "  --host HOST     address to listen on (default 127.0.0.1)\n"
     "  --port PORT     port (default 8080; 0 picks a free one)\n"
@@ -66,7 +67,8 @@ constexpr const char* usage_text =
     "  --cloud-model NAME  the model name sent to the clouds\n"
     "  --cloud-price IN,OUT / --edge-price IN,OUT  prices per million tokens (router, budget, telemetry)\n"
     "  --budget AMOUNT[/hour|/day]  cloud spending per period (default: none)\n"
-    "  --gateway-workers N  gateway requests run at once (default 8)\n"
+    "  --gateway-workers N  gateway requests run at once (default 8)\n"    "  --config FILE   every setting above and more (per-cloud models and prices, router, privacy,\n"
+    "                  retries, breaker, default delivery) as JSON, docs/cloud.md; flags override it\n"
     "  --token-delay-ms N   wait N ms before each generated token (a slower model, for demos and tests)\n"
     "prints 'listening on http://HOST:PORT' once it accepts connections\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 a model or socket error, 2 a usage error\n";
@@ -365,7 +367,8 @@ class server_app {
       for (const auto& url : gateway_->options().clouds) {
         w.StartObject();
         put_key(w, "id");
-        put_text(w, gateway_->options().cloud_model.empty() ? url : gateway_->options().cloud_model);
+        const std::string& name = gateway_->cloud_model(static_cast<std::size_t>(&url - gateway_->options().clouds.data()));
+        put_text(w, name.empty() ? url : name);
         put_key(w, "object");
         w.String("model");
         put_key(w, "owned_by");
@@ -494,8 +497,9 @@ class server_app {
   /// without its extension) or the clouds' --cloud-model. Others go to the cloud as named.
   bool edge_serves(const std::string& model) const {
     const std::string_view edge(model_name_);
-    return model.empty() || model == edge || model == edge.substr(0, edge.rfind('.')) ||
-           model == gateway_->options().cloud_model;
+    bool cloud = false;
+    for (std::size_t c = 0; c < gateway_->options().clouds.size(); ++c) cloud = cloud || model == gateway_->cloud_model(c);
+    return model.empty() || model == edge || model == edge.substr(0, edge.rfind('.')) || cloud;
   }
 
   /// What the edge cannot serve (request.hpp's cloud_only, or a model it does not serve) goes
@@ -550,11 +554,9 @@ class server_app {
   void serve_passthrough(std::span<gateway::curl_client* const> clouds, const gateway::engine_type& hybrid,
                          const std::string& raw, const parsed_request& r, os::http_response& res,
                          const std::atomic<bool>& cancel, const std::string& endpoint, const std::string& reason) {
+    // One vault for every cloud's body: a value gets the same placeholder in each.
     engine::privacy_vault vault;
-    const std::string& cloud_model = gateway_->options().cloud_model;
-    auto forwarded = forward_body(raw, edge_serves(r.model) ? std::string_view(cloud_model) : std::string_view(),
-                                  gateway_->options().engine.privacy, vault);
-    if (!forwarded) return send_error(res, endpoint, {400, std::string(forwarded.error().message()), {}, {}});
+    std::size_t redactions = 0;
     answer_restorer restore(vault, r.chat);
     const std::string_view path = r.chat ? "/chat/completions" : "/completions";
     std::unique_ptr<char[]> answer;
@@ -566,12 +568,17 @@ class server_app {
     const auto hedge_object = [&] {
       return R"({"mode":"passthrough","route":"cloud","reason":)" + json_literal(reason) + R"(,"spans":[{"tier":)" +
              json_literal(tier) + R"(}],"escalated":false,"fallback":)" + (fell_back ? "true" : "false") +
-             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(forwarded->redactions) + "}";
+             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(redactions) + "}";
     };
     for (std::size_t c = 0; c < clouds.size() && !cancel; ++c) {
       if (c + 1 < clouds.size() && hybrid.breaker_state(c) == route::circuit::open) continue;
       tier = "cloud" + std::to_string(c);
       fell_back = c > 0;
+      // The cloud's own model where the client named the edge's or none; else the client's.
+      auto forwarded = forward_body(raw, edge_serves(r.model) ? std::string_view(gateway_->cloud_model(c)) : std::string_view(),
+                                    gateway_->options().engine.privacy, vault);
+      if (!forwarded) return send_error(res, endpoint, {400, std::string(forwarded.error().message()), {}, {}});
+      redactions = forwarded->redactions;
       auto observe = [&](std::string_view data) {
         if (!r.stream) return whole.assign(data), void();
         std::string out = restore.event(data);
@@ -631,6 +638,16 @@ class server_app {
     send_error(res, endpoint, failure);
   }
 
+  /// The request's delivery, or the gateway's default (`delivery` in the config file).
+  engine::delivery delivery_of(const parsed_request::hedge_controls& h) const {
+    std::string_view d = h.delivery.empty() ? std::string_view(gateway_->options().delivery) : std::string_view(h.delivery);
+    std::uint32_t hold = h.hold_tokens;
+    if (!d.empty() && d[0] >= '0' && d[0] <= '9' && parse(d, hold)) d = "buffer";
+    return d == "verified" ? engine::delivery::verified()
+           : d == "buffer" ? engine::delivery::buffer(hold)
+                           : engine::delivery::immediate();
+  }
+
   static engine::mode mode_named(const std::string& m) {
     if (m == "edge") return engine::mode::edge_only;
     if (m == "cloud") return engine::mode::cloud_first;
@@ -652,9 +669,7 @@ class server_app {
     q.requested = mode_named(r.hedge.mode);
     if (q.requested == engine::mode::cloud_first && !r.hedge.fallback) q.requested = engine::mode::cloud_only;
     q.fallback = r.hedge.fallback && q.requested != engine::mode::edge_only;  // `edge`: the edge only, never spilled
-    q.hold = r.hedge.delivery == "verified" ? engine::delivery::verified()
-             : r.hedge.delivery == "buffer"  ? engine::delivery::buffer(r.hedge.hold_tokens)
-                                             : engine::delivery::immediate();
+    q.hold = delivery_of(r.hedge);
     q.sampling.max_tokens = r.max_tokens ? static_cast<std::uint32_t>(std::min<std::int64_t>(*r.max_tokens, 1 << 20)) : 256u;
     q.sampling.temperature = r.temperature;
     q.sampling.top_p = r.top_p;
@@ -973,15 +988,6 @@ class server_app {
   std::atomic<std::uint64_t> next_id_{0};
 };
 
-struct options {
-  std::string model, tokenizer, host = "127.0.0.1", alias;
-  std::optional<model::chat_format> format;
-  int port = 8080;
-  std::size_t threads = 1, context = 0, queue = 16;
-  gateway_options gateway;
-  unsigned token_delay_ms = 0;
-};
-
 /// "IN,OUT": prices per million input and output tokens.
 bool parse_prices(std::string_view v, engine::tier_prices& p) {
   const auto comma = v.find(',');
@@ -1001,7 +1007,12 @@ bool parse_budget(std::string_view v, engine::budget_options& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  options o;
+  server_options o;
+  int cloud_flags = 0;
+  // The config file first: the flags override what it says, wherever --config stands.
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--config")
+      if (auto e = load_config(argv[i + 1], o)) return usage_error(*e);
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
@@ -1009,6 +1020,7 @@ int main(int argc, char** argv) {
                                                                   : "unexpected argument '" + std::string(a) + "'");
     const std::string_view v = argv[++i];
     bool ok = true;
+    if (a == "--config") continue;
     if (a == "-m" || a == "--model") o.model = v;
     else if (a == "-z") o.tokenizer = v;
     else if (a == "--host") ok = !(o.host = v).empty();
@@ -1018,9 +1030,11 @@ int main(int argc, char** argv) {
     else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
     else if (a == "--alias") ok = !(o.alias = v).empty();
     else if (a == "--chat-template") ok = (o.format = model::chat_format_named(v)).has_value();
-    else if (a == "--cloud") ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") &&
-                                  (o.gateway.clouds.emplace_back(v), true);
-    else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty();
+    else if (a == "--cloud") {
+      if (!cloud_flags++) o.gateway.clouds.clear(), o.gateway.cloud_models.clear();  // the flags replace the file's list
+      ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") && (o.gateway.clouds.emplace_back(v), true);
+    }
+    else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty() && (o.gateway.cloud_models.clear(), true);
     else if (a == "--cloud-price") {
       ok = parse_prices(v, o.gateway.engine.cloud_prices[0]);
       for (auto& p : o.gateway.engine.cloud_prices) p = o.gateway.engine.cloud_prices[0];
@@ -1064,16 +1078,19 @@ int main(int argc, char** argv) {
   if (!o.gateway.clouds.empty()) {
     // A key for the clouds comes from the environment or a file, never a flag (os/api_key.hpp).
     std::optional<os::api_key> key;
-    if (os::api_key_configured()) {
-      auto k = os::load_api_key();
+    if (!o.api_key_env.empty() || !o.api_key_file.empty() || os::api_key_configured()) {
+      auto k = !o.api_key_env.empty()  ? os::api_key_from_env(o.api_key_env.c_str())
+               : !o.api_key_file.empty() ? os::api_key_from_file(o.api_key_file)
+                                        : os::load_api_key();
       if (!k) return std::fprintf(stderr, "hedge-server: %s\n", k.error().c_str()), 1;
       key = std::move(*k);
       o.gateway.api_key = std::string(key->reveal());
     }
     o.gateway.queue = std::max<std::size_t>(o.queue, 1) * 4;
+    if (!o.gateway.cloud_models.empty()) o.gateway.cloud_models.resize(o.gateway.clouds.size());
     app.enable_gateway(std::move(o.gateway));
     std::fprintf(stderr, "hedge-server: gateway to %zu cloud endpoint(s)%s\n", app.gateway_clouds(),
-                 key ? " (API key from the environment)" : "");
+                 key ? " (API key from the environment or a key file)" : "");
   }
 
   // Every limit is http_server_options' default (os/http_server.hpp; docs/cloud.md lists them).

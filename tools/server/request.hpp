@@ -76,10 +76,19 @@ struct parsed_request {
     double ttft_slo_ms = 0.0, max_cost = 0.0;
     std::string mode = "auto";       ///< auto, edge, cloud, race
     bool fallback = true;
-    std::string delivery = "immediate";  ///< immediate, verified, or a count of tokens held
+    std::string delivery;  ///< immediate, verified, buffer (hold_tokens); empty: the gateway's default
     std::uint32_t hold_tokens = 0;
   } hedge;
 };
+
+/// A data class's route::data_class bit by its name (`private` is `personal`); 0: no such class.
+inline std::uint32_t data_class_named(std::string_view name) {
+  static constexpr std::pair<std::string_view, std::uint32_t> classes[] = {
+      {"public", 1u}, {"internal", 2u}, {"contractual", 4u}, {"regulated", 8u}, {"personal", 16u}, {"private", 16u}};
+  for (const auto& [text, bit] : classes)
+    if (name == text) return bit;
+  return 0;
+}
 
 namespace detail {
 
@@ -284,13 +293,10 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
     if (auto e = number("ttft_slo_ms", h.ttft_slo_ms)) return e;
     if (auto e = number("max_cost", h.max_cost)) return e;
     if (const auto* c = detail::member(*v, "data_class"); c && !c->is_null()) {
-      static constexpr std::pair<std::string_view, std::uint32_t> classes[] = {
-          {"public", 1u}, {"internal", 2u}, {"contractual", 4u}, {"regulated", 8u}, {"personal", 16u}, {"private", 16u}};
       const auto add = [&](const json::value& name) -> bool {
-        if (!name.is_string()) return false;
-        for (const auto& [text, bit] : classes)
-          if (detail::text_of(name) == text) return h.data_classes |= bit, true;
-        return false;
+        const std::uint32_t bit = name.is_string() ? data_class_named(detail::text_of(name)) : 0u;
+        h.data_classes |= bit;
+        return bit != 0;
       };
       bool good = true;
       if (c->is_array()) {
