@@ -14,25 +14,8 @@ done
 model=$models/stories260K.gguf
 [ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { if "${@:2}"; then echo "ok: $1"; else fail "$1"; fi; }
-pids=()
+source "$(dirname "$0")/lib.sh"
 trap 'kill "${pids[@]}" 2> /dev/null; wait 2> /dev/null' EXIT
-
-# start_server NAME ARGS...: a hedge-server; its URL in $url.
-start_server() {
-  local name=$1; shift
-  "$server" -m "$model" --port 0 "$@" > "$work/$name.out" 2> "$work/$name.err" &
-  pids+=($!)
-  url=
-  for _ in $(seq 100); do
-    url=$(sed -n 's/^listening on //p' "$work/$name.out" 2> /dev/null)
-    [ -n "$url" ] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1
-}
 
 start_server cloud
 cloud=$url
