@@ -103,6 +103,9 @@ if [ -n "$prefix" ] && command -v node > /dev/null && command -v npm > /dev/null
       timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" "cloud0,edge"
     scenario openai_plain ""
     check "the OpenAI client: a cloud answer" timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" cloud0
+    scenario openai_tools "tools"
+    check "the OpenAI client: a streamed tool call, passed through" \
+      timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" tools
   else
     echo "skipped: the OpenAI client (npm install openai failed)"
   fi
