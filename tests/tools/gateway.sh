@@ -146,6 +146,7 @@ check "tools, streamed: the hedge object, one redaction" [ "$(jq -s 'map(.hedge 
 curl -s -m 30 -o "$work/tools.json" -H 'Content-Type: application/json' --data-binary "${tools_ask}}" "$gw/v1/chat/completions"
 check "tools, whole: the tool call" [ "$(jq -r '.choices[0].message.tool_calls[0].function.arguments' "$work/tools.json")" = '{"city": "Paris"}' ]
 check "tools, whole: the hedge object says passthrough" [ "$(jq -r '.hedge.mode' "$work/tools.json")" = passthrough ]
+check "tools, whole: its cost at the cloud's price" [ "$(jq -r '.hedge.cost > 0' "$work/tools.json")" = true ]
 check "tools: every other field reached the upstream byte for byte (twice)" \
   [ "$(grep -cF "\"messages\":[{\"role\":\"user\",\"content\":\"Weather where card <CARD_1> was used?\"}],$fields" "$work/tools.record")" = 2 ]
 check "tools: the cloud's model (--cloud-model) in place of the edge's" [ "$(grep -c '^{"model":"big",' "$work/tools.record")" = 2 ]
@@ -184,6 +185,12 @@ check "tools + private: 403 policy_refused" \
   [ "$status:$(jq -r '.error.code' "$work/tools-private.json")" = 403:policy_refused ]
 check "tools + private: nothing reached the upstream" \
   bash -c "[ \$(grep -c '^----' '$work/tools.record') = $before ] && ! grep -q SECRET-PLAN '$work/tools.record'"
+# Over the period budget: a request only the cloud can serve is refused, nothing sent.
+scenario tools_budget "tools" 1 --budget 0.0000001
+status=$(curl -s -m 30 -o "$work/tools_budget.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data-binary "${tools_ask}}" "$gw/v1/chat/completions")
+check "tools over the budget: 403 policy_refused, nothing sent" \
+  bash -c "[ '$status:$(jq -r '.error.code' "$work/tools_budget.json")' = 403:policy_refused ] && [ ! -s '$work/tools_budget.record' ]"
 # Fallback before the first byte: the first cloud is down, the second answers the tool call.
 scenario tools_fallback "down,tools" 2
 curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \

@@ -196,8 +196,8 @@ class gateway {
                                             os::steady_clock, locked_telemetry>;
   using task = std::function<void(engine_type&)>;
   /// A request passed through to the clouds (passthrough.hpp): each worker's clients, in
-  /// fallback order, and its engine (for the clouds' breakers).
-  using pass_task = std::function<void(std::span<curl_client* const>, const engine_type&)>;
+  /// fallback order, and its engine (the clouds' breakers, the worker's share of the budget).
+  using pass_task = std::function<void(std::span<curl_client* const>, engine_type&)>;
 
   gateway(scheduler& s, gateway_options options) : options_(std::move(options)), edge_(s) {
     telemetry_.all_cloud_prices = options_.engine.cloud_prices[0];

@@ -532,7 +532,7 @@ class server_app {
     }
     auto body = std::make_shared<std::string>(std::move(raw));
     auto run = [this, r, body, res, cancel, endpoint, reason](std::span<gateway::curl_client* const> clouds,
-                                                          const gateway::engine_type& hybrid) mutable {
+                                                              gateway::engine_type& hybrid) mutable {
       serve_passthrough(clouds, hybrid, *body, *r, res, *cancel, endpoint, reason);
     };
     if (!gateway_->submit(gateway::pass_task(std::move(run)))) {
@@ -548,15 +548,18 @@ class server_app {
   static constexpr std::size_t max_passthrough_answer = 8u << 20;
 
   /// Runs a passthrough request on a gateway worker: the clouds in order (an open breaker is
-  /// skipped while another cloud is left); a cloud that fails before the client got a byte
+  /// skipped while another cloud is left), each within the worker's share of the period budget
+  /// (its prompt estimated at 4 bytes a token beforehand, charged by its usage afterwards, as
+  /// the engine charges its own calls); a cloud that fails before the client got a byte
   /// hands the request to the next; a cut after that ends the client's stream with an error
   /// event and one [DONE] (the next cloud cannot continue a tool call it did not start).
-  void serve_passthrough(std::span<gateway::curl_client* const> clouds, const gateway::engine_type& hybrid,
+  void serve_passthrough(std::span<gateway::curl_client* const> clouds, gateway::engine_type& hybrid,
                          const std::string& raw, const parsed_request& r, os::http_response& res,
                          const std::atomic<bool>& cancel, const std::string& endpoint, const std::string& reason) {
     // One vault for every cloud's body: a value gets the same placeholder in each.
     engine::privacy_vault vault;
     std::size_t redactions = 0;
+    double cost = 0.0;
     answer_restorer restore(vault, r.chat);
     const std::string_view path = r.chat ? "/chat/completions" : "/completions";
     std::unique_ptr<char[]> answer;
@@ -568,7 +571,7 @@ class server_app {
     const auto hedge_object = [&] {
       return R"({"mode":"passthrough","route":"cloud","reason":)" + json_literal(reason) + R"(,"spans":[{"tier":)" +
              json_literal(tier) + R"(}],"escalated":false,"fallback":)" + (fell_back ? "true" : "false") +
-             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(redactions) + "}";
+             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(redactions) + R"(,"cost":)" + std::to_string(cost) + "}";
     };
     for (std::size_t c = 0; c < clouds.size() && !cancel; ++c) {
       if (c + 1 < clouds.size() && hybrid.breaker_state(c) == route::circuit::open) continue;
@@ -579,6 +582,13 @@ class server_app {
                                     gateway_->options().engine.privacy, vault);
       if (!forwarded) return send_error(res, endpoint, {400, std::string(forwarded.error().message()), {}, {}});
       redactions = forwarded->redactions;
+      const engine::tier_prices& prices = gateway_->options().engine.cloud_prices[c];
+      const std::uint64_t prompt_estimate = forwarded->body.size() / 4;
+      if (const double left = hybrid.spending().remaining(); left >= 0 && prices.cost(prompt_estimate, 0) > left) {
+        failure = {403, tier + ": over the period budget (" + std::to_string(left) + " left), and the edge cannot serve " +
+                            reason, {}, "policy_refused", "invalid_request_error"};
+        continue;
+      }
       auto observe = [&](std::string_view data) {
         if (!r.stream) return whole.assign(data), void();
         std::string out = restore.event(data);
@@ -602,6 +612,14 @@ class server_app {
                    : client.send_once(path, forwarded->body, std::span<char>(answer.get(), max_passthrough_answer), ignore,
                                       &cancel);
       client.observe_events(nullptr);
+      // What the call cost, charged whatever its end (the cloud counts the tokens it sent).
+      const std::uint64_t sent = out.usage.prompt_tokens >= 0 ? static_cast<std::uint64_t>(out.usage.prompt_tokens) : prompt_estimate;
+      const std::uint64_t got = out.usage.completion_tokens >= 0 ? static_cast<std::uint64_t>(out.usage.completion_tokens)
+                                                                 : out.tokens;
+      if (out.http_status >= 200 && out.http_status < 300) {
+        cost += prices.cost(sent, got);
+        hybrid.spending().charge(prices.cost(sent, got));
+      }
       if (out.ok() && !malformed) {
         if (!r.stream) {
           std::string body = restore.whole(whole);
