@@ -6,10 +6,12 @@
 # then gateway, ROUNDS times; the table reports medians and gateway / direct.
 #
 # Usage: scripts/compare-gateway.sh [--build-dir DIR] [--model GGUF] [--edge GGUF] [--tokens N]
-#                                   [--threads N] [--rounds N]
+#                                   [--threads N] [--rounds N] [--token-delay MS]
 #   --model  the cloud's model (default ../shared/models/stories260K.gguf; the TinyLlama-shaped
 #            synthetic model scripts/compare-llamacpp.sh writes is build/models/tinyllama-1.1b-q4_0.gguf)
 #   --edge   the gateway's edge model (default: the same file)
+#   --token-delay  the cloud waits MS before each token (hedge-server --token-delay-ms): a
+#            slower cloud, e.g. 20 for a 50 tok/s 1B-class one, without its weights (default 0)
 # The table (markdown) goes to stdout; raw figures to build/compare-gateway/<date>/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +23,7 @@ prompt="Once upon a time, there was a little girl named Lily. She loved to play 
 tokens=128
 threads=1
 rounds=5
+token_delay=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) build_dir=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
     --tokens) tokens=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --token-delay) token_delay=$2; shift 2 ;;
     *) echo "compare-gateway.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +57,7 @@ start_server() {  # NAME ARGS...: the URL in $url
   done
   echo "compare-gateway.sh: $name did not start" >&2; cat "$out/$name.err" >&2; exit 1
 }
-start_server cloud -m "$model" --threads "$threads"
+start_server cloud -m "$model" --threads "$threads" --token-delay-ms "$token_delay"
 cloud=$url
 start_server gateway -m "$edge" --threads "$threads" --cloud "$cloud"
 gateway=$url
@@ -74,7 +78,7 @@ for f in direct gateway; do
   eval "tps_$f=\$(cut -d' ' -f2 \"$out/$f.txt\" | grep -v nan | median)"
   eval "last_$f=\$(cut -d' ' -f3 \"$out/$f.txt\" | median)"
 done
-echo "cloud: $model; gateway edge: $edge; $tokens tokens, $threads thread(s), $rounds rounds, medians ($(date +%F))"
+echo "cloud: $model (token delay $token_delay ms); gateway edge: $edge; $tokens tokens, $threads thread(s), $rounds rounds, medians ($(date +%F))"
 echo
 echo "| measure | direct | through the gateway | gateway / direct |"
 echo "|---|---|---|---|"

@@ -21,16 +21,8 @@ if [ ! -f "$prefix/node_modules/openai/package.json" ]; then
 fi
 echo "openai $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$prefix/node_modules/openai/package.json")"
 
-log=$(mktemp -d)
-"$server" -m "$model" --port 0 > "$log/out" 2> "$log/err" &
-pid=$!
-trap 'kill $pid 2> /dev/null; wait $pid 2> /dev/null; rm -rf "$log"' EXIT
-url=
-for _ in $(seq 300); do
-  url=$(sed -n 's/^listening on //p' "$log/out" 2> /dev/null)
-  [ -n "$url" ] && break
-  kill -0 $pid 2> /dev/null || break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "FAIL: the server did not start"; cat "$log/err"; exit 1; }
+work=$(mktemp -d)
+source "$root/tests/tools/lib.sh"
+trap 'kill "${pids[@]}" 2> /dev/null; wait "${pids[@]}" 2> /dev/null; rm -rf "$work"' EXIT
+start_server server
 timeout 120 node "$root/scripts/openai-client-check.mjs" "$url/v1" "$prefix"

@@ -14,36 +14,21 @@ done
 model=$models/stories260K.gguf
 [ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { if "${@:2}"; then echo "ok: $1"; else fail "$1"; fi; }
-pids=()
+source "$(dirname "$0")/lib.sh"
 trap 'kill "${pids[@]}" 2> /dev/null; wait 2> /dev/null' EXIT
-
-# start_server NAME ARGS...: a hedge-server; its URL in $url.
-start_server() {
-  local name=$1; shift
-  "$server" -m "$model" --port 0 "$@" > "$work/$name.out" 2> "$work/$name.err" &
-  pids+=($!)
-  url=
-  for _ in $(seq 100); do
-    url=$(sed -n 's/^listening on //p' "$work/$name.out" 2> /dev/null)
-    [ -n "$url" ] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1
-}
 
 start_server cloud
 cloud=$url
-# scenario NAME FAULTS: an upstream with that fault script in front of the cloud, and a
-# gateway in front of it; the gateway's URL in $gw, the upstream's record in $work/NAME.record.
+# scenario NAME FAULTS [CLOUDS [ARGS...]]: an upstream with that fault script in front of the
+# cloud, and a gateway in front of it (CLOUDS times as its --cloud: fallbacks; default 1; ARGS:
+# more of its flags); the gateway's URL in $gw, the upstream's record in $work/NAME.record.
 scenario() {
-  local name=$1 faults=$2
+  local name=$1 faults=$2 clouds=()
   python3 "$(dirname "$0")/gateway_upstream.py" "$work/$name.port" "$work/$name.record" "$cloud" "$faults" &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.05; done
-  start_server "gateway-$name" --cloud "http://127.0.0.1:$(cat "$work/$name.port")" --cloud-price 0.15,0.60
+  for _ in $(seq "${3:-1}"); do clouds+=(--cloud "http://127.0.0.1:$(cat "$work/$name.port")"); done
+  start_server "gateway-$name" "${clouds[@]}" --cloud-price 0.15,0.60 "${@:4}"
   gw=$url
 }
 # stream NAME BODY: the SSE body in $work/NAME.sse, the last chunk's JSON in $work/NAME.last.
@@ -118,6 +103,9 @@ if [ -n "$prefix" ] && command -v node > /dev/null && command -v npm > /dev/null
       timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" "cloud0,edge"
     scenario openai_plain ""
     check "the OpenAI client: a cloud answer" timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" cloud0
+    scenario openai_tools "tools"
+    check "the OpenAI client: a streamed tool call, passed through" \
+      timeout 120 node "$(dirname "$0")/gateway_openai.mjs" "$gw/v1" "$prefix" tools
   else
     echo "skipped: the OpenAI client (npm install openai failed)"
   fi
@@ -140,6 +128,132 @@ for f in "$work"/*.record; do
   check "no card number in $(basename "$f")" bash -c "! grep -q '4111 1111' '$f'"
 done
 
+# Passthrough: tools, response_format, an image part or a model the edge does not serve go to
+# the cloud with every byte of the body as the client wrote it (PII in message text aside: a
+# placeholder), and the cloud's chunks, tool-call deltas included, come back unchanged.
+fields='"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"tool_choice":"auto","temperature":0.70,"x_vendor":{"a":[1,2.50,"\u00e9"]}'
+tools_ask='{"model":"stories260K","messages":[{"role":"user","content":"Weather where card 4111 1111 1111 1111 was used?"}],'"$fields"
+scenario tools "tools,tools,toolcut2,echo,echo,echo,echo" 1 --cloud-model big
+curl -s -m 30 -N -D "$work/tools.head" -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/tools.sse"
+grep '^data: {' "$work/tools.sse" | sed 's/^data: //' > "$work/tools.events"
+check "tools, streamed: one [DONE]" one_done tools
+check "tools, streamed: x-hedge-route says passthrough" grep -qi '^x-hedge-route: passthrough; tools' "$work/tools.head"
+check "tools, streamed: the tool call's argument deltas, unchanged" \
+  [ "$(jq -j '.choices[0].delta.tool_calls[0].function.arguments // empty' "$work/tools.events")" = '{"city": "Paris"}' ]
+check "tools, streamed: finish_reason tool_calls" grep -q '"finish_reason": "tool_calls"' "$work/tools.events"
+check "tools, streamed: the hedge object, one redaction" [ "$(jq -s 'map(.hedge // empty) | .[0].redactions' "$work/tools.events")" = 1 ]
+curl -s -m 30 -o "$work/tools.json" -H 'Content-Type: application/json' --data-binary "${tools_ask}}" "$gw/v1/chat/completions"
+check "tools, whole: the tool call" [ "$(jq -r '.choices[0].message.tool_calls[0].function.arguments' "$work/tools.json")" = '{"city": "Paris"}' ]
+check "tools, whole: the hedge object says passthrough" [ "$(jq -r '.hedge.mode' "$work/tools.json")" = passthrough ]
+check "tools, whole: its cost at the cloud's price" [ "$(jq -r '.hedge.cost > 0' "$work/tools.json")" = true ]
+check "tools: every other field reached the upstream byte for byte (twice)" \
+  [ "$(grep -cF "\"messages\":[{\"role\":\"user\",\"content\":\"Weather where card <CARD_1> was used?\"}],$fields" "$work/tools.record")" = 2 ]
+check "tools: the cloud's model (--cloud-model) in place of the edge's" [ "$(grep -c '^{"model":"big",' "$work/tools.record")" = 2 ]
+# A cut inside a tool call: the client's stream ends with an error event and one [DONE], no
+# other tier continues it.
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/toolcut.sse"
+check "tool call cut: the two events sent, then an error event" \
+  bash -c "[ \$(grep -c 'tool_calls' '$work/toolcut.sse') = 2 ] && grep -q '^data: {\"error\"' '$work/toolcut.sse'"
+check "tool call cut: one [DONE]" one_done toolcut
+# The cloud's answer holds the placeholder: the client sees the number (streamed and whole).
+card_ask='{"messages":[{"role":"user","content":"Repeat: 4111 1111 1111 1111 please"}],"response_format":{"type":"text"}'
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${card_ask},\"stream\":true}" "$gw/v1/chat/completions" \
+  > "$work/echo.sse"
+check "response_format, streamed: the placeholder restored across chunks" \
+  [ "$(text_of echo)" = 'Repeat: 4111 1111 1111 1111 please' ]
+curl -s -m 30 -o "$work/echo.json" -H 'Content-Type: application/json' --data-binary "${card_ask}}" "$gw/v1/chat/completions"
+check "response_format, whole: the placeholder restored" \
+  [ "$(jq -r '.choices[0].message.content' "$work/echo.json")" = 'Repeat: 4111 1111 1111 1111 please' ]
+# An image part, and a model the edge does not serve, reach the cloud as sent.
+curl -s -m 30 -o "$work/image.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}' \
+  "$gw/v1/chat/completions"
+check "image part: passed through" [ "$(jq -r '.choices[0].message.content' "$work/image.json")" = 'What is this?[image_url]' ]
+check "image part: its bytes reached the upstream, the cloud's model added" grep -qF '{"model":"big","messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}' "$work/tools.record"
+curl -s -m 30 -o "$work/model.json" -H 'Content-Type: application/json' --data-binary \
+  '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}' "$gw/v1/chat/completions"
+check "another model: passed through, its name intact" \
+  bash -c "[ \"\$(jq -r '.hedge.reason' '$work/model.json')\" = model ] && grep -qF '{\"model\":\"gpt-4o-mini\",' '$work/tools.record'"
+# A private data class that needs a cloud: refused, nothing sent.
+before=$(grep -c '^----' "$work/tools.record")
+status=$(curl -s -m 30 -o "$work/tools-private.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"SECRET-PLAN for the tool"}],'"$fields"',"hedge":{"data_class":"private"}}' \
+  "$gw/v1/chat/completions")
+check "tools + private: 403 policy_refused" \
+  [ "$status:$(jq -r '.error.code' "$work/tools-private.json")" = 403:policy_refused ]
+check "tools + private: nothing reached the upstream" \
+  bash -c "[ \$(grep -c '^----' '$work/tools.record') = $before ] && ! grep -q SECRET-PLAN '$work/tools.record'"
+# Over the period budget: a request only the cloud can serve is refused, nothing sent.
+scenario tools_budget "tools" 1 --budget 0.0000001
+status=$(curl -s -m 30 -o "$work/tools_budget.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data-binary "${tools_ask}}" "$gw/v1/chat/completions")
+check "tools over the budget: 403 policy_refused, nothing sent" \
+  bash -c "[ '$status:$(jq -r '.error.code' "$work/tools_budget.json")' = 403:policy_refused ] && [ ! -s '$work/tools_budget.record' ]"
+# Fallback before the first byte: the first cloud is down, the second answers the tool call.
+scenario tools_fallback "down,tools" 2
+curl -s -m 30 -N -H 'Content-Type: application/json' --data-binary "${tools_ask},\"stream\":true}" \
+  "$gw/v1/chat/completions" > "$work/tools_fallback.sse"
+grep '^data: {' "$work/tools_fallback.sse" | sed 's/^data: //' > "$work/tools_fallback.events"
+check "tools, first cloud down: the second's tool call, one [DONE]" \
+  bash -c "[ \"\$(jq -j '.choices[0].delta.tool_calls[0].function.arguments // empty' '$work/tools_fallback.events')\" = '{\"city\": \"Paris\"}' ] && [ \$(grep -c '^data: \[DONE\]' '$work/tools_fallback.sse') = 1 ]"
+check "tools, first cloud down: marked cloud1, a fallback" \
+  [ "$(jq -s -r 'map(.hedge // empty) | .[0] | "\(.spans[0].tier) \(.fallback)"' "$work/tools_fallback.events")" = "cloud1 true" ]
+
+# A full local queue (--queue 0: one runs, none waits; 20 ms a token) spills to the cloud where
+# the policy allows (auto), and answers 429 with Retry-After where it does not (edge, private).
+scenario spill "" 1 --queue 0 --token-delay-ms 20
+# burst NAME HEDGE: 4 concurrent streams; their statuses in $work/NAME.codes, bodies NAME-i.sse.
+burst() {
+  local curls=()
+  for i in 1 2 3 4; do
+    curl -s -m 30 -N -D "$work/$1-$i.head" -o "$work/$1-$i.sse" -H 'Content-Type: application/json' --data-binary \
+      '{"messages":[{"role":"user","content":"Once upon a time SPILL-MARK"}],"max_tokens":30,"stream":true,"hedge":'"$2"'}' \
+      "$gw/v1/chat/completions" &
+    curls+=($!)
+  done
+  wait "${curls[@]}"
+  for i in 1 2 3 4; do sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' "$work/$1-$i.head"; done | sort | tr '\n' ' ' > "$work/$1.codes"
+}
+tiers_of() { cat "$work/$1"-*.sse | grep '^data: {' | sed 's/^data: //' | jq -r '.hedge.spans[]?.tier' | sort -u | tr '\n' ' '; }
+burst spill_auto '{"mode":"auto"}'
+check "full queue, auto: all 4 answered ($(cat "$work/spill_auto.codes"))" [ "$(cat "$work/spill_auto.codes")" = "200 200 200 200 " ]
+check "full queue, auto: spilled to the cloud ($(tiers_of spill_auto))" grep -q cloud0 <(tiers_of spill_auto)
+before=$(grep -c SPILL-MARK "$work/spill.record")
+burst spill_edge '{"mode":"edge"}'
+check "full queue, edge: 429 for some ($(cat "$work/spill_edge.codes"))" grep -q 429 "$work/spill_edge.codes"
+check "full queue, edge: the 429s say Retry-After" \
+  bash -c "for h in '$work'/spill_edge-*.head; do grep -q '^HTTP/1.1 429' \$h && ! grep -qi '^retry-after: 1' \$h && exit 1; done; exit 0"
+check "full queue, edge: the rest answered by the edge ($(tiers_of spill_edge))" [ "$(tiers_of spill_edge)" = "edge " ]
+burst spill_private '{"data_class":"private"}'
+check "full queue, private: 429 for some ($(cat "$work/spill_private.codes"))" grep -q 429 "$work/spill_private.codes"
+check "full queue, edge and private: nothing reached the cloud" [ "$(grep -c SPILL-MARK "$work/spill.record")" = "$before" ]
+
+# The config file: examples/gateway.json, its clouds pointed at a recording upstream; its key
+# from the variable it names; flags override it; a key it does not know is an error naming it.
+example=$(dirname "$0")/../../examples/gateway.json
+scenario config_up "" 1
+up="http://127.0.0.1:$(cat "$work/config_up.port")"
+jq --arg u "$up" '.clouds |= map(.url = $u) | .chat_template = "plain"' "$example" > "$work/gateway.json"
+OPENAI_API_KEY=sk-config-test start_server config --config "$work/gateway.json"
+check "config: /v1/models lists each cloud's model" \
+  [ "$(curl -s -m 5 "$url/v1/models" | jq -r '[.data[].id] | join(",")')" = "edge,llama-3.1-70b,gpt-4o-mini" ]
+check "config: -m and --port override the file (it listens)" [ -n "$url" ]
+curl -s -m 30 -o "$work/config.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":8,"hedge":{"mode":"cloud"}}' "$url/v1/chat/completions"
+check "config: the first cloud's model and the key from \$OPENAI_API_KEY reach the upstream" \
+  bash -c "grep -q '\"model\":\"llama-3.1-70b\"' '$work/config_up.record' && grep -q 'Authorization: Bearer sk-config-test' '$work/config_up.record'"
+check "config: the key is in no log line" bash -c "! grep -q sk-config-test '$work/config.err' '$work/config.out'"
+check "config: the budget's prices apply (cost > 0)" [ "$(jq -r '.hedge.cost > 0' "$work/config.json")" = true ]
+jq '.router.treshold = 1' "$example" > "$work/bad.json"
+"$server" --config "$work/bad.json" -m "$model" --port 0 > /dev/null 2> "$work/bad.err"; bad_status=$?
+check "config: an unknown key is a usage error naming it" \
+  bash -c "[ $bad_status = 2 ] && grep -q \"'router.treshold' is not a setting\" '$work/bad.err'"
+jq '.clouds[1].price.output = "cheap"' "$example" > "$work/bad.json"
+"$server" --config "$work/bad.json" -m "$model" --port 0 > /dev/null 2> "$work/bad.err"
+check "config: a wrong type names the setting" grep -q "'clouds\[1\].price.output' must be a number" "$work/bad.err"
+
 # 50 concurrent streams against a flapping upstream: each ends with one [DONE] or is refused with 429.
 scenario flap "500,ok,down,ok,cut4,ok,500,ok,garbage,ok,down,ok,cut2,ok,500,ok"
 for i in $(seq 50); do
@@ -157,6 +271,28 @@ for i in $(seq 50); do
   elif [ "$code" != 429 ]; then lost=$((lost + 1)); fi
 done
 check "flapping: 50 streams, none lost or malformed" [ $lost -eq 0 ]
+
+# Speculative mode (issue 27): the gateway's model drafts, the cloud scores; greedy, the text
+# is the cloud's own answer, and the hedge object reports the rounds. A 500 at a round is retried.
+scenario speculate ""
+spec_ask='{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":40,"temperature":0,"stream":true,"hedge":{"mode":"%s"}}'
+stream spec_cloud "$(printf "$spec_ask" cloud)"
+stream spec "$(printf "$spec_ask" speculative)"
+check "speculative: one [DONE]" one_done spec
+check "speculative: the text is the cloud's greedy answer" [ -n "$(text_of spec_cloud)" ] && [ "$(text_of spec)" = "$(text_of spec_cloud)" ]
+check "speculative: the hedge object reports rounds" [ "$(last spec '.hedge.speculation.rounds')" -gt 0 ]
+check "speculative: drafts were accepted" [ "$(last spec '.hedge.speculation.accepted')" -gt 0 ]
+check "speculative: the upstream scored token ids with echo" grep -q '"echo": *true' "$work/speculate.record"
+curl -s -m 30 -o "$work/spec_private.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"SECRET-DIAGNOSIS of the patient"}],"max_tokens":10,"hedge":{"mode":"speculative","data_class":"private"}}' \
+  "$gw/v1/chat/completions"
+check "speculative: a private request is answered by the edge" [ "$(jq -r '.hedge.spans[0].tier' "$work/spec_private.json")" = edge ]
+check "speculative: nothing private reached the upstream" bash -c "! grep -q 'SECRET-DIAGNOSIS' '$work/speculate.record'"
+scenario spec500 "500"
+stream spec500 "$(printf "$spec_ask" speculative)"
+check "speculative, 500: one [DONE]" one_done spec500
+check "speculative, 500: retried once" [ "$(last spec500 '.hedge.retries')" = 1 ]
+check "speculative, 500: the same text" [ "$(text_of spec500)" = "$(text_of spec_cloud)" ]
 
 # SIGTERM while a cloud stream runs: the stream ends with an error event and one [DONE], the
 # gateway exits 0 within 2 s.

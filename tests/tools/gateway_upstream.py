@@ -3,12 +3,16 @@
 gateway and a real hedge-server (the cloud), records every request it receives, and applies
 the next fault of its script to each request: ok (forward as is), 500, 429 (Retry-After: 1),
 garbage (a 200 whose SSE data is not JSON), cutN (forward the stream, cut it after N events),
-slow (forward the stream, 50 ms between events), down (close the connection at once).
+slow (forward the stream, 50 ms between events), down (close the connection at once), and
+answers of its own for what the edge cannot serve: tools (a get_weather tool call, streamed in
+four events or whole), toolcutN (that stream cut after N events), echo (the last message's
+text as the answer, streamed or whole: placeholders come back as the upstream saw them).
 
 usage: gateway_upstream.py PORT_FILE RECORD_FILE CLOUD_URL FAULT[,FAULT...]
 Writes its port to PORT_FILE once listening; every request's head and body are appended to
 RECORD_FILE. After the script's last fault, every request is forwarded as it is."""
 import http.client
+import json
 import socketserver
 import sys
 import threading
@@ -19,6 +23,35 @@ port_file, record_file, cloud_url, script = sys.argv[1], sys.argv[2], sys.argv[3
 faults = [f for f in script.split(",") if f]
 lock = threading.Lock()
 cloud = urllib.parse.urlparse(cloud_url)
+
+
+def own_answer(fault, body):
+    """The events (streamed) or the body (whole) of an answer the upstream makes itself."""
+    request = json.loads(body)
+    head = {"id": "chatcmpl-upstream", "object": "chat.completion.chunk", "created": 1, "model": request.get("model", "")}
+    if fault == "echo":
+        text = request["messages"][-1]["content"]
+        if isinstance(text, list):
+            text = "".join(p.get("text", "[" + p["type"] + "]") for p in text)
+        if not request.get("stream"):
+            return {**head, "object": "chat.completion", "choices": [{"index": 0, "message": {
+                "role": "assistant", "content": text}, "finish_reason": "stop"}]}
+        deltas = [{"role": "assistant", "content": ""}] + [{"content": text[i:i + 5]} for i in range(0, len(text), 5)]
+        finish = "stop"
+    else:
+        call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+        if not request.get("stream"):
+            call["function"]["arguments"] = '{"city": "Paris"}'
+            del call["index"]
+            return {**head, "object": "chat.completion", "choices": [{"index": 0, "message": {
+                "role": "assistant", "content": None, "tool_calls": [call]}, "finish_reason": "tool_calls"}]}
+        deltas = [{"role": "assistant", "content": None, "tool_calls": [call]},
+                  {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]},
+                  {"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}]
+        finish = "tool_calls"
+    events = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return events
 
 
 def next_fault():
@@ -58,6 +91,22 @@ class Handler(socketserver.StreamRequestHandler):
                 payload = b"data: {this is not json\n\n"
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                  + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+                return
+            if fault in ("tools", "echo") or fault.startswith("toolcut"):
+                answer = own_answer("tools" if fault.startswith("toolcut") else fault, body)
+                if isinstance(answer, dict):
+                    payload = json.dumps(answer).encode()
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+                    continue
+                cut = int(fault[7:]) if fault.startswith("toolcut") else len(answer) + 1
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+                for event in answer[:cut]:
+                    self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                    self.wfile.flush()
+                if cut > len(answer):
+                    self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
                 return
             conn = http.client.HTTPConnection(cloud.hostname, cloud.port, timeout=30)
             conn.request(method, target, body, {"Content-Type": "application/json"})

@@ -17,11 +17,8 @@ for tool in curl jq; do
   command -v $tool > /dev/null || { echo "SKIP: $tool is absent"; exit 77; }
 done
 rm -rf "$work" && mkdir -p "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; else fail "$1"; fi
-}
+model=$models/stories260K.gguf
+source "$(dirname "$0")/lib.sh"
 
 # Usage errors.
 "$server" --help > "$work/help.txt"; check "--help exits 0" [ $? -eq 0 ]
@@ -30,25 +27,13 @@ check "--help prints the usage" grep -q "usage: hedge-server -m MODEL" "$work/he
 "$server" -m x --port 70000 2> "$work/usage.txt"; check "a bad port is a usage error (2)" [ $? -eq 2 ]
 "$server" -m "$work/absent.gguf" --port 0 2> "$work/absent.txt"; check "a missing model exits 1" [ $? -eq 1 ]
 
-model=$models/stories260K.gguf
 if [ ! -f "$model" ]; then
   echo "$model is absent: the server tests with a model were skipped"
   [ $failures -eq 0 ] && exit 77 || exit 1
 fi
 
-"$server" -m "$model" --port 0 --queue 4 > "$work/server.out" 2> "$work/server.err" &
-pid=$!
-trap 'kill $pid 2> /dev/null; wait $pid 2> /dev/null' EXIT
-url=
-for _ in $(seq 300); do
-  url=$(sed -n 's/^listening on //p' "$work/server.out" 2> /dev/null)
-  [ -n "$url" ] && break
-  kill -0 $pid 2> /dev/null || break
-  sleep 0.1
-done
-if [ -z "$url" ]; then
-  echo "FAIL: no 'listening on' line in 30 s"; cat "$work/server.err"; exit 1
-fi
+trap 'kill "${pids[@]}" 2> /dev/null; wait "${pids[@]}" 2> /dev/null' EXIT
+start_server server --queue 4
 echo "server at $url"
 
 # request NAME METHOD PATH [BODY]: the body in $work/NAME.json, the status in $status.
@@ -185,15 +170,10 @@ echo "cancelled generations: $(metric hedge_requests_cancelled_total)"
 # rendered chat is its text sent as a completion prompt, token for token.
 main_url=$url
 chat_format() { # chat_format NAME TEXT
-  "$server" -m "$model" --port 0 --chat-template "$1" > "$work/$1.out" 2> "$work/$1.err" &
-  local pid2=$! url2=
-  for _ in $(seq 300); do
-    url2=$(sed -n 's/^listening on //p' "$work/$1.out" 2> /dev/null)
-    [ -n "$url2" ] && break
-    kill -0 $pid2 2> /dev/null || break
-    sleep 0.1
-  done
-  url=$url2
+  local main_pid=$pid
+  start_server "$1" --chat-template "$1"
+  local pid2=$pid
+  pid=$main_pid
   request "$1" POST /v1/chat/completions \
     '{"messages":[{"role":"system","content":"Be kind."},{"role":"user","content":"Hi"}],"max_tokens":1}'
   request "$1-text" POST /v1/completions "$(jq -cn --arg p "$2" '{prompt: $p, max_tokens: 1}')"

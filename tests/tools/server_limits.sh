@@ -12,6 +12,8 @@
 #  10. --queue 0: one request runs (200), a second at the same time gets 429
 #  11. SIGTERM while streaming: the running stream ends with an error event and [DONE], waiting
 #      streamed and plain requests get 503, the process exits 0 within 2 s
+#  12. gateway mode: 60 slow-header and 1,000 idle connections while a chat request and
+#      /health are answered within 100 ms
 # usage: server_limits.sh SERVER MODELS WORKDIR   (exit 77: skipped)
 set -u
 server=$1 models=$2 work=$3
@@ -21,40 +23,15 @@ done
 model=$models/stories260K.gguf
 [ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; else fail "$1"; fi
-}
-pids=()
+source "$(dirname "$0")/lib.sh"
 trap 'for p in "${pids[@]}"; do kill -9 $p 2> /dev/null; done; wait 2> /dev/null' EXIT
 
-# start NAME ARGS...: a server on a free port; sets $pid and $url (host:port in $hostport).
-start() {
-  local name=$1; shift
-  "$server" -m "$model" --port 0 "$@" > "$work/$name.out" 2> "$work/$name.err" &
-  pid=$!; pids+=($pid); url=
-  for _ in $(seq 300); do
-    url=$(sed -n 's/^listening on //p' "$work/$name.out" 2> /dev/null)
-    [ -n "$url" ] && break
-    kill -0 $pid 2> /dev/null || break
-    sleep 0.1
-  done
-  [ -n "$url" ] || { echo "FAIL: $name: no 'listening on' line"; cat "$work/$name.err"; exit 1; }
-  hostport=${url#http://}; host=${hostport%:*}; port=${hostport##*:}
-}
 kb() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" /proc/$pid/status; }
 # peak_below NAME: the server's peak resident memory rose less than 100 MB since $base_kb.
 peak_below() {
   local peak; peak=$(kb VmHWM)
   echo "$1: peak $((peak / 1024)) MB, $(((peak - base_kb) / 1024)) MB above the start"
   check "$1: peak < 100 MB above the start" [ $((peak - base_kb)) -lt 102400 ]
-}
-# health_ms: the milliseconds of one GET /health on a new connection (9999 if not 200). The
-# checks take the median of 5: on the shared 2-core CI machine one curl can wait for a core.
-health_ms() {
-  curl -s -m 2 -o /dev/null -w '%{http_code} %{time_total}\n' "$url/health" |
-    awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 9999 }'
 }
 # raw BYTES-FILE: sends the file on a new connection and prints what comes back (at most 3 s).
 raw() {
@@ -65,7 +42,7 @@ status_of() { head -1 | sed -n 's/^HTTP\/1\.1 \([0-9]*\) .*/\1/p'; }
 # fresh: a new server for the next memory check (its peak is its own).
 fresh() {
   [ -n "${pid:-}" ] && { kill -9 $pid 2> /dev/null; wait $pid 2> /dev/null; }
-  start main --queue 4
+  start_server main --queue 4
   base_kb=$(kb VmRSS)
   echo "server at $url, resident $((base_kb / 1024)) MB"
 }
@@ -157,8 +134,32 @@ cl 413 'Content-Length: 18446744073709551616'
 cl 413 'Content-Length: 100000000'
 kill -TERM $pid; wait $pid 2> /dev/null
 
+# 12. Gateway mode (--cloud): 60 slow-header connections and 1,000 idle ones at once, while a
+# chat request through the engine and /health are each answered within 100 ms (median of 5).
+ulimit -n 4096 2> /dev/null
+start_server cloud --queue 4
+start_server gateway --queue 4 --cloud "$url"
+drippers=()
+for _ in $(seq 60); do drip & drippers+=($!); done
+idle=()
+for _ in $(seq 1000); do exec {fd}<> "/dev/tcp/$host/$port" && idle+=($fd); done
+sleep 1
+chat_ms() {
+  curl -s -m 2 -o /dev/null -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' --data-binary \
+    '{"messages":[{"role":"user","content":"Once"}],"max_tokens":4,"hedge":{"mode":"edge"}}' "$url/v1/chat/completions" |
+    awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 9999 }'
+}
+times=$(for _ in $(seq 5); do chat_ms; sleep 0.2; done | sort -n | tr '\n' ' ')
+check "12. gateway, 60 slow + ${#idle[@]} idle connections: a chat request within 100 ms (median of 5; ms: $times)" \
+  [ "${#idle[@]}" -eq 1000 -a "$(echo $times | cut -d' ' -f3)" -lt 100 ]
+times=$(for _ in $(seq 5); do health_ms; sleep 0.2; done | sort -n | tr '\n' ' ')
+check "12. gateway, the same: /health within 100 ms (median of 5; ms: $times)" [ "$(echo $times | cut -d' ' -f3)" -lt 100 ]
+kill "${drippers[@]}" 2> /dev/null; wait "${drippers[@]}" 2> /dev/null
+for fd in "${idle[@]}"; do exec {fd}>&-; done
+kill -TERM $pid "${pids[-2]}"; wait $pid "${pids[-2]}" 2> /dev/null
+
 # 10. --queue 0: one runs, none waits.
-start queue0 --queue 0 --ctx-size 30000
+start_server queue0 --queue 0 --ctx-size 30000
 check "10. --queue 0 serves a request" [ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary '{"prompt":"Once","max_tokens":3}' "$url/v1/completions")" = 200 ]
 curl -sN -m 10 -H 'Content-Type: application/json' "$url/v1/completions" -o "$work/queue0.sse" \
@@ -169,7 +170,7 @@ check "10. --queue 0: a second request while one runs gets 429" [ "$(curl -s -m 
 kill -TERM $pid; wait $pid 2> /dev/null
 
 # 11. SIGTERM while one stream runs and others wait.
-start stop --ctx-size 30000 --queue 4
+start_server stop --ctx-size 30000 --queue 4
 long='"max_tokens":30000,"ignore_eos":true'
 curl -sN -m 30 -H 'Content-Type: application/json' --data-binary "{\"prompt\":\"Once\",\"stream\":true,$long}" \
   "$url/v1/completions" > "$work/running.sse" &

@@ -20,11 +20,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "hedge/engine/cloud_scorer.hpp"
 #include "hedge/engine/cloud_tier.hpp"
 #include "hedge/engine/hybrid_engine.hpp"
 #include "hedge/os/concurrent_cloud.hpp"
@@ -40,6 +42,10 @@
 
 namespace hedge::server {
 
+/// The edge's refusal when the local model's queue is full: the engine spills the request to
+/// the cloud where the policy allows; where it does not, the gateway answers 429.
+inline constexpr std::string_view edge_queue_full = "the local model's queue is full";
+
 /// The local model's scheduler as the engine's edge tier: each generate() is one job in the
 /// scheduler's queue (thread-safe: the gateway's workers share one). A full queue is an
 /// `unavailable` error, so the engine spills the request to the cloud where the policy allows.
@@ -50,28 +56,45 @@ class scheduler_edge {
   [[nodiscard]] bool ready() const { return !scheduler_->stopping(); }
   [[nodiscard]] std::uint32_t context_tokens() const { return static_cast<std::uint32_t>(scheduler_->context()); }
 
+  // ---- a Drafter for cross-tier speculation (engine/speculative.hpp). Each step is a job on
+  // the scheduler's thread, in turn with the other requests; the session keeps the longest
+  // prefix it shares with the draft's ids, so a request run in between costs a re-decode,
+  // never a wrong draft. One scheduler_edge per gateway worker: the ids and logits are its own.
+  [[nodiscard]] std::size_t vocab_size() const { return scheduler_->vocab_size(); }
+  result<std::span<const float>> reset(std::span<const std::int32_t> ids) {
+    sequence_.assign(ids.begin(), ids.end());
+    return step();
+  }
+  result<std::span<const float>> extend(std::int32_t id) {
+    sequence_.push_back(id);
+    return step();
+  }
+  result<void> truncate(std::size_t n) {
+    if (n > sequence_.size()) return error{errc::out_of_range} << "truncate to " << n << " of " << sequence_.size() << " tokens";
+    sequence_.resize(n);
+    return ok();
+  }
+  result<std::span<const std::int32_t>> prompt_ids(const engine::edge_call& call) {
+    if (auto r = build_prompt(call, prompt_); !r) return r.error();
+    return std::span<const std::int32_t>(prompt_);
+  }
+  [[nodiscard]] std::span<const std::int32_t> stop_ids() const { return scheduler_->renderer().stop_tokens(); }
+  void begin_text() { text_.emplace(scheduler_->tokenizer()); }
+  result<void> text_of(std::int32_t id, function_ref<void(std::string_view)> sink) {
+    if (!text_) begin_text();
+    return text_->push(id, [&](std::string_view piece) { sink(piece); });
+  }
+  void end_text(function_ref<void(std::string_view)> sink) {
+    if (text_) text_->finish([&](std::string_view piece) { sink(piece); });
+    text_.reset();
+  }
+
   result<engine::edge_summary> generate(const engine::edge_call& call,
                                         function_ref<bool(const engine::edge_token&)> on_token) {
     auto j = std::make_shared<job>();
-    const auto& tok = scheduler_->tokenizer();
     const std::size_t context = scheduler_->context();
-    if (!call.messages.empty()) {
-      auto ids = scheduler_->renderer().render(call.messages);
-      if (!ids) return ids.error();
-      j->prompt = std::move(*ids);
-    } else {
-      auto ids = tok.encode_at_most(call.prompt, context);
-      if (!ids) return ids.error();
-      j->prompt = std::move(*ids);
-    }
-    if (!call.continuation.empty()) {
-      auto more = tok.encode(call.continuation, {.add_special = false});
-      if (!more) return more.error();
-      j->prompt.insert(j->prompt.end(), more->begin(), more->end());
-    }
-    if (j->prompt.empty()) j->prompt.push_back(tok.vocab().settings().bos);
-    if (j->prompt.size() >= context)
-      return error{errc::capacity_exceeded} << "the prompt has " << j->prompt.size() << " tokens, the context " << context;
+    if (auto r = build_prompt(call, j->prompt); !r) return r.error();
+
     j->max_tokens = std::min<std::size_t>(call.max_tokens, context - j->prompt.size() + 1);
     parsed_request& r = j->request;
     r.temperature = static_cast<float>(call.sampling.temperature.value_or(1.0));
@@ -96,7 +119,7 @@ class scheduler_edge {
     };
     switch (scheduler_->submit(j)) {
       case scheduler::admission::queued: break;
-      case scheduler::admission::busy: return error{errc::unavailable} << "the local model's queue is full";
+      case scheduler::admission::busy: return error{errc::unavailable} << edge_queue_full;
       case scheduler::admission::stopping: return error{errc::unavailable} << "the server is shutting down";
     }
     engine::edge_summary summary;
@@ -142,7 +165,62 @@ class scheduler_edge {
     std::string finish_reason;
     std::size_t generated = 0;
   };
+
+  /// The call's prompt as ids: messages rendered, or the raw prompt encoded, then the continuation.
+  result<void> build_prompt(const engine::edge_call& call, std::vector<model::token_id>& out) const {
+    const auto& tok = scheduler_->tokenizer();
+    const std::size_t context = scheduler_->context();
+    if (!call.messages.empty()) {
+      auto ids = scheduler_->renderer().render(call.messages);
+      if (!ids) return ids.error();
+      out = std::move(*ids);
+    } else {
+      auto ids = tok.encode_at_most(call.prompt, context);
+      if (!ids) return ids.error();
+      out = std::move(*ids);
+    }
+    if (!call.continuation.empty()) {
+      auto more = tok.encode(call.continuation, {.add_special = false});
+      if (!more) return more.error();
+      out.insert(out.end(), more->begin(), more->end());
+    }
+    if (out.empty()) out.push_back(tok.vocab().settings().bos);
+    if (out.size() >= context)
+      return error{errc::capacity_exceeded} << "the prompt has " << out.size() << " tokens, the context " << context;
+    return ok();
+  }
+
+  /// One draft step on the scheduler's thread: the logits after sequence_.
+  result<std::span<const float>> step() {
+    if (sequence_.empty()) return error{errc::invalid_argument} << "a draft step of no tokens";
+    auto j = std::make_shared<job>();
+    j->logits_for = sequence_;
+    j->logits_out = &logits_;
+    auto state = std::make_shared<exchange>();
+    j->changed = [state](job& changed) {
+      if (!changed.done) return;
+      {
+        std::lock_guard lock(state->mutex);
+        state->done = true;
+        state->error = changed.error;
+      }
+      state->wake.notify_all();
+    };
+    switch (scheduler_->submit(j)) {
+      case scheduler::admission::queued: break;
+      case scheduler::admission::busy: return error{errc::unavailable} << edge_queue_full;
+      case scheduler::admission::stopping: return error{errc::unavailable} << "the server is shutting down";
+    }
+    std::unique_lock lock(state->mutex);
+    state->wake.wait(lock, [&] { return state->done; });
+    if (state->error) return error{errc::unavailable} << "a draft step failed: " << state->error->message;
+    return std::span<const float>(logits_);
+  }
+
   scheduler* scheduler_;
+  std::vector<model::token_id> sequence_, prompt_;  // the draft's ids; prompt_ids' result
+  std::vector<float> logits_;                       // the last step's
+  std::optional<model::stream_decoder> text_;
 };
 
 /// One telemetry for every worker's engine (an Observer that locks).
@@ -159,9 +237,21 @@ struct locked_telemetry {
   }
 };
 
+/// The demo's illustrative deferral weights; fit yours (docs/routing.md).
+inline verify::deferral_rule default_deferral() {
+  verify::deferral_rule rule;
+  rule.bias = -2.0f;
+  rule.weights = {-1.5f, 0.0f, -2.0f, 0.5f, 0.0f};
+  return rule;
+}
+
 struct gateway_options {
   std::vector<std::string> clouds;  ///< base URLs in fallback order, e.g. http://10.0.0.2:8000
   std::string cloud_model;          ///< sent as "model" to every cloud (empty: none)
+  std::vector<std::string> cloud_models;  ///< per cloud, in the order of `clouds` (empty: cloud_model)
+  double router_threshold = 0.0;          ///< the router's soft-score threshold (route/router.hpp)
+  verify::deferral_rule deferral = default_deferral();
+  std::string delivery = "immediate";     ///< a request's default: immediate, verified, or a count
   std::string api_key;              ///< sent to every cloud (from the environment or a file, never a flag)
   engine::engine_options engine{};  ///< prices, the budget, retries, breakers, privacy
   std::size_t workers = 8;          ///< requests the gateway runs at once
@@ -172,37 +262,47 @@ class gateway {
  public:
   using curl_client = cloud::cloud_client<os::curl_transport>;
   using blocking_cloud = engine::cloud_tier<curl_client>;
+  /// Room for the echo of a speculative round's context (scoring_positions tokens).
+  static constexpr std::size_t scoring_positions = 1024;
+  using scoring_client =
+      cloud::cloud_client<os::curl_transport, std::chrono::steady_clock, cloud::client_buffers{.tokens = scoring_positions}>;
   using cloud_backend = os::concurrent_cloud<blocking_cloud>;
   using router_type = route::router<route::privacy_policy, route::health_policy, route::context_fit_policy,
                                     route::latency_policy, route::cost_policy>;
   using engine_type = engine::hybrid_engine<scheduler_edge, cloud_backend, router_type, verify::logistic_verifier,
                                             os::steady_clock, locked_telemetry>;
   using task = std::function<void(engine_type&)>;
+  /// A request passed through to the clouds (passthrough.hpp): each worker's clients, in
+  /// fallback order, and its engine (the clouds' breakers, the worker's share of the budget).
+  using pass_task = std::function<void(std::span<curl_client* const>, engine_type&)>;
 
   gateway(scheduler& s, gateway_options options) : options_(std::move(options)), edge_(s) {
     telemetry_.all_cloud_prices = options_.engine.cloud_prices[0];
     engine::engine_options per_worker = options_.engine;
     if (per_worker.budget.per_period > 0)
       per_worker.budget.per_period /= static_cast<double>(options_.workers ? options_.workers : 1);
-    // The deferral weights are the demo's illustrative ones; fit yours (docs/routing.md).
-    verify::deferral_rule rule;
-    rule.bias = -2.0f;
-    rule.weights = {-1.5f, 0.0f, -2.0f, 0.5f, 0.0f};
     for (std::size_t w = 0; w < std::max<std::size_t>(options_.workers, 1); ++w) {
       auto wk = std::make_unique<worker>();
-      for (const auto& url : options_.clouds) {
-        auto c = std::make_unique<cloud_slot>(url);
+      for (std::size_t n = 0; n < options_.clouds.size(); ++n) {
+        auto c = std::make_unique<cloud_slot>(options_.clouds[n]);
         cloud::endpoint e;
-        e.model = options_.cloud_model;
+        e.model = cloud_model(n);
         e.api_key = options_.api_key;
         c->client = std::make_unique<curl_client>(c->transport, e);
         c->blocking = std::make_unique<blocking_cloud>(*c->client);
+        c->scoring = std::make_unique<scoring_client>(c->transport, e);
+        c->scorer = std::make_unique<engine::cloud_scorer<scoring_client>>(*c->scoring, scoring_positions);
+        c->blocking->set_scorer(*c->scorer);
         c->concurrent = std::make_unique<cloud_backend>(*c->blocking);
         wk->tiers.push_back(c->concurrent.get());
+        wk->clients.push_back(c->client.get());
         wk->clouds.push_back(std::move(c));
       }
-      wk->engine = std::make_unique<engine_type>(edge_, std::span<cloud_backend* const>(wk->tiers), router_type{},
-                                                 verify::logistic_verifier{rule}, os::steady_clock{},
+      router_type router(route::privacy_policy{}, route::health_policy{}, route::context_fit_policy{},
+                         route::latency_policy{}, route::cost_policy{}, options_.router_threshold);
+      wk->edge = std::make_unique<scheduler_edge>(s);
+      wk->engine = std::make_unique<engine_type>(*wk->edge, std::span<cloud_backend* const>(wk->tiers), router,
+                                                 verify::logistic_verifier{options_.deferral}, os::steady_clock{},
                                                  locked_telemetry{&telemetry_, &telemetry_mutex_}, per_worker);
       workers_.push_back(std::move(wk));
     }
@@ -215,13 +315,10 @@ class gateway {
 
   /// Queues a request; false when `queue` already wait (the caller answers 429).
   bool submit(task t) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_ || waiting_.size() >= options_.queue) return false;
-      waiting_.push_back(std::move(t));
-    }
-    wake_.notify_one();
-    return true;
+    return enqueue([t = std::move(t)](worker& w) { t(*w.engine); });
+  }
+  bool submit(pass_task t) {
+    return enqueue([t = std::move(t)](worker& w) { t(w.clients, *w.engine); });
   }
 
   /// Waiting requests are dropped (their handlers answer 503 as the tasks are destroyed);
@@ -239,6 +336,11 @@ class gateway {
   }
 
   [[nodiscard]] const gateway_options& options() const noexcept { return options_; }
+  /// The model name sent to cloud `n`.
+  [[nodiscard]] const std::string& cloud_model(std::size_t n) const noexcept {
+    return n < options_.cloud_models.size() && !options_.cloud_models[n].empty() ? options_.cloud_models[n]
+                                                                                 : options_.cloud_model;
+  }
 
   /// The engine's telemetry in Prometheus text.
   std::string metrics() const {
@@ -274,18 +376,32 @@ class gateway {
     os::curl_transport transport;
     std::unique_ptr<curl_client> client;
     std::unique_ptr<blocking_cloud> blocking;
+    std::unique_ptr<scoring_client> scoring;  ///< the same endpoint, scoring speculative drafts
+    std::unique_ptr<engine::cloud_scorer<scoring_client>> scorer;
     std::unique_ptr<cloud_backend> concurrent;
   };
   struct worker {
+    std::unique_ptr<scheduler_edge> edge;  ///< its own: a speculative draft's ids and logits
     std::vector<std::unique_ptr<cloud_slot>> clouds;
     std::vector<cloud_backend*> tiers;
+    std::vector<curl_client*> clients;  ///< the same clouds' clients, for passthrough requests
     std::unique_ptr<engine_type> engine;
     std::thread thread;
   };
 
+  bool enqueue(std::function<void(worker&)> t) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_ || waiting_.size() >= options_.queue) return false;
+      waiting_.push_back(std::move(t));
+    }
+    wake_.notify_one();
+    return true;
+  }
+
   void work(worker& w) {
     for (;;) {
-      task t;
+      std::function<void(worker&)> t;
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
@@ -293,7 +409,7 @@ class gateway {
         t = std::move(waiting_.front());
         waiting_.pop_front();
       }
-      t(*w.engine);
+      t(w);
     }
   }
 
@@ -304,7 +420,7 @@ class gateway {
   std::vector<std::unique_ptr<worker>> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<task> waiting_;
+  std::deque<std::function<void(worker&)>> waiting_;
   bool stopping_ = false;
 };
 

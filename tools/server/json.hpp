@@ -53,6 +53,12 @@ class value {
   [[nodiscard]] const value& operator[](std::size_t i) const noexcept { return items_[i]; }
 
   /// The member `key` of an object (the first of that name), or null when absent.
+  /// A string's literal in the parsed text: the offset of its opening quote (literal_end finds
+  /// its end in the unparsed text), for editing one string and leaving every other byte as it was.
+  [[nodiscard]] std::size_t literal_offset() const noexcept { return literal_; }
+  /// The members of an object, in the order of the text.
+  [[nodiscard]] const std::vector<std::pair<std::string, value>>& members() const noexcept { return members_; }
+
   [[nodiscard]] const value* find(std::string_view key) const noexcept {
     for (const auto& [k, v] : members_)
       if (k == key) return &v;
@@ -66,6 +72,7 @@ class value {
   std::int64_t i_ = 0;
   std::uint64_t u_ = 0;
   double d_ = 0;
+  std::size_t literal_ = 0;
   std::string text_;
   std::vector<value> items_;
   std::vector<std::pair<std::string, value>> members_;
@@ -74,7 +81,8 @@ class value {
 /// rapidjson's SAX handler that builds the tree.
 class tree_builder {
  public:
-  explicit tree_builder(value& root) : root_(&root) {}
+  /// `text`: the start of the buffer parsed in place (a string's literal offset is from it).
+  tree_builder(value& root, const char* text) : root_(&root), text_(text) {}
 
   bool Null() { return add(value{}) != nullptr; }
   bool Bool(bool b) {
@@ -107,6 +115,8 @@ class tree_builder {
     value v;
     v.type_ = value::kind::string;
     v.text_.assign(s, n);
+    // In place, a string is unescaped where it lies: its first byte follows the opening quote.
+    v.literal_ = static_cast<std::size_t>(s - text_) - 1;
     return add(std::move(v)) != nullptr;
   }
   bool StartObject() { return open(value::kind::object); }
@@ -168,6 +178,7 @@ class tree_builder {
   }
 
   value* root_;
+  const char* text_;
   std::vector<value*> open_;
   std::string key_;
   std::size_t count_ = 0;
@@ -191,7 +202,7 @@ inline std::optional<parse_failure> parse(std::string buffer, value& root) {
   const std::size_t size = buffer.size();
   buffer.append(3, '\0');
   rapidjson::InsituStringStream stream(buffer.data());
-  tree_builder builder(root);
+  tree_builder builder(root, buffer.data());
   const auto r = reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag>(stream, builder);
   const std::string at = " at byte " + std::to_string(r.Offset());
   if (r.IsError()) {
@@ -203,6 +214,14 @@ inline std::optional<parse_failure> parse(std::string buffer, value& root) {
   if (stream.Tell() != size)
     return parse_failure{"malformed JSON: a NUL byte at byte " + std::to_string(stream.Tell())};
   return std::nullopt;
+}
+
+/// The end (one past the closing quote) of the string literal whose opening quote is at
+/// `begin` in `text`, a JSON text that parsed (so the literal is closed).
+inline std::size_t literal_end(std::string_view text, std::size_t begin) noexcept {
+  std::size_t i = begin + 1;
+  while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+  return i + 1;
 }
 
 }  // namespace hedge::server::json

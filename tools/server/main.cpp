@@ -32,8 +32,10 @@
 #include <rapidjson/writer.h>
 
 #include "hedge/os/model_file.hpp"
+#include "config.hpp"
 #include "gateway.hpp"
 #include "hedge/os/api_key.hpp"
+#include "passthrough.hpp"
 #include "hedge/os/http_server.hpp"
 #include "scheduler.hpp"
 
@@ -46,7 +48,7 @@ constexpr const char* usage_text =
     "usage: hedge-server -m MODEL [-z TOKENIZER] [--host HOST] [--port PORT] [--threads N] [--ctx-size N]\n"
     "                    [--queue N] [--alias NAME] [--chat-template NAME]\n"
     "                    [--cloud URL]... [--cloud-model NAME] [--cloud-price IN,OUT] [--edge-price IN,OUT]\n"
-    "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N]\n"
+    "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N] [--config FILE]\n"
     "  -m MODEL        a GGUF file, or a llama2.c .bin (then -z TOKENIZER, its tokenizer.bin)\n"
     "  --host HOST     address to listen on (default 127.0.0.1)\n"
     "  --port PORT     port (default 8080; 0 picks a free one)\n"
@@ -66,6 +68,8 @@ constexpr const char* usage_text =
     "  --cloud-price IN,OUT / --edge-price IN,OUT  prices per million tokens (router, budget, telemetry)\n"
     "  --budget AMOUNT[/hour|/day]  cloud spending per period (default: none)\n"
     "  --gateway-workers N  gateway requests run at once (default 8)\n"
+    "  --config FILE   every setting above and more (per-cloud models and prices, router, privacy,\n"
+    "                  retries, breaker, default delivery) as JSON, docs/cloud.md; flags override it\n"
     "  --token-delay-ms N   wait N ms per forward pass: before each generated token and once per echo\n"
     "                       scoring pass (an emulated slower model, for demos and benchmarks)\n"
     "  --round-trip-ms N    wait N ms before a request's first output (an emulated network round trip)\n"
@@ -334,8 +338,11 @@ class server_app {
     res.send(status, type, body, headers);
   }
 
+  /// An error response; a 429 without headers of its own says Retry-After: 1.
   void send_error(os::http_response& res, const std::string& endpoint, const api_error& e,
                   std::span<const os::http_response_header> headers = {}) {
+    static const os::http_response_header retry[] = {{"Retry-After", "1"}};
+    if (e.status == 429 && headers.empty()) headers = retry;
     send(res, endpoint, e.status, "application/json", error_body(e), headers);
   }
 
@@ -363,7 +370,8 @@ class server_app {
       for (const auto& url : gateway_->options().clouds) {
         w.StartObject();
         put_key(w, "id");
-        put_text(w, gateway_->options().cloud_model.empty() ? url : gateway_->options().cloud_model);
+        const std::string& name = gateway_->cloud_model(static_cast<std::size_t>(&url - gateway_->options().clouds.data()));
+        put_text(w, name.empty() ? url : name);
         put_key(w, "object");
         w.String("model");
         put_key(w, "owned_by");
@@ -387,6 +395,9 @@ class server_app {
     auto j = std::make_shared<job>();
     if (auto e = parse_request(std::move(req.body), chat, j->request)) return send_error(res, endpoint, *e);
     const parsed_request& r = j->request;
+    if (r.cloud_only_part)
+      return send_error(res, endpoint, {400, "only text content parts are supported (with --cloud, others go to the cloud)",
+                                        r.cloud_only, {}});
     if (r.model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r.model.size()) + " bytes, more than " +
                                                  std::to_string(max_model_name_bytes), "model", {}});
@@ -455,10 +466,12 @@ class server_app {
   /// writes the response as the engine's events come (routed: the head; tokens: chunks).
   void complete_hybrid(os::http_request& req, os::http_response res, const std::string& endpoint, bool chat) {
     auto r = std::make_shared<parsed_request>();
-    if (auto e = parse_request(std::move(req.body), chat, *r)) return send_error(res, endpoint, *e);
+    if (auto e = parse_request(req.body, chat, *r)) return send_error(res, endpoint, *e);
     if (r->model.size() > max_model_name_bytes)
       return send_error(res, endpoint, {400, "'model' has " + std::to_string(r->model.size()) + " bytes, more than " +
                                                  std::to_string(max_model_name_bytes), "model", {}});
+    if (!r->cloud_only.empty() || !edge_serves(r->model))
+      return pass_to_cloud(std::move(req.body), std::move(r), std::move(res), endpoint);
     if (r->echo || r->prompt_is_ids || (r->max_tokens && *r->max_tokens == 0))
       return send_error(res, endpoint, {400, "echo, token-id prompts and scoring are served without --cloud only", {}, {}});
     auto cancel = std::make_shared<std::atomic<bool>>(false);
@@ -483,6 +496,179 @@ class server_app {
     }
   }
 
+  /// A model name the gateway's engine serves: none, the edge's (its alias, or the file's name
+  /// without its extension) or the clouds' --cloud-model. Others go to the cloud as named.
+  bool edge_serves(const std::string& model) const {
+    const std::string_view edge(model_name_);
+    bool cloud = false;
+    for (std::size_t c = 0; c < gateway_->options().clouds.size(); ++c) cloud = cloud || model == gateway_->cloud_model(c);
+    return model.empty() || model == edge || model == edge.substr(0, edge.rfind('.')) || cloud;
+  }
+
+  /// What the edge cannot serve (request.hpp's cloud_only, or a model it does not serve) goes
+  /// to the clouds whole (passthrough.hpp), after the same privacy rule as the engine's cloud
+  /// path: a data class kept on the device, or an entity kept there, is refused (403) and
+  /// nothing is sent.
+  void pass_to_cloud(std::string raw, std::shared_ptr<parsed_request> r, os::http_response res, const std::string& endpoint) {
+    const engine::privacy_options& privacy = gateway_->options().engine.privacy;
+    const std::string reason = r->cloud_only.empty() ? "model" : r->cloud_only;
+    const std::string why = r->cloud_only.empty() ? "model '" + r->model + "'" : "'" + r->cloud_only + "'";
+    if (r->hedge.mode == "edge")
+      return send_error(res, endpoint, {400, why + " needs a cloud, and 'hedge.mode' is edge", "hedge.mode", {}});
+    const auto classes = static_cast<route::data_class>(r->hedge.data_classes);
+    if ((classes & privacy.restricted) != route::data_class{})
+      return send_error(res, endpoint, {403, why + " needs a cloud, and the request's data class stays on the device; "
+                                             "nothing was sent", "hedge.data_class", "policy_refused"});
+    const route::pii_detector kept(privacy.keep_on_device);
+    bool kept_found = privacy.keep_on_device != route::pii_entity::none && kept.first(r->prompt).has_value();
+    for (const auto& m : r->messages) kept_found = kept_found || (privacy.keep_on_device != route::pii_entity::none &&
+                                                                  kept.first(m.content).has_value());
+    if (kept_found)
+      return send_error(res, endpoint, {403, why + " needs a cloud, and the messages hold data that stays on the "
+                                             "device; nothing was sent", "messages", "policy_refused"});
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    res.on_client_gone([cancel] { *cancel = true; });
+    {
+      std::lock_guard lock(active_mutex_);
+      std::erase_if(active_, [](const std::weak_ptr<std::atomic<bool>>& w) { return w.expired(); });
+      active_.push_back(cancel);
+    }
+    auto body = std::make_shared<std::string>(std::move(raw));
+    auto run = [this, r, body, res, cancel, endpoint, reason](std::span<gateway::curl_client* const> clouds,
+                                                              gateway::engine_type& hybrid) mutable {
+      serve_passthrough(clouds, hybrid, *body, *r, res, *cancel, endpoint, reason);
+    };
+    if (!gateway_->submit(gateway::pass_task(std::move(run)))) {
+      const os::http_response_header retry[] = {{"Retry-After", "1"}};
+      return send_error(res, endpoint,
+                        {429, "the gateway is busy: " + std::to_string(gateway_->options().queue) +
+                                  " requests already wait; retry later", {}, "rate_limit_exceeded", "rate_limit_error"},
+                        retry);
+    }
+  }
+
+  /// The largest non-streamed answer a passthrough request takes from a cloud.
+  static constexpr std::size_t max_passthrough_answer = 8u << 20;
+
+  /// Runs a passthrough request on a gateway worker: the clouds in order (an open breaker is
+  /// skipped while another cloud is left), each within the worker's share of the period budget
+  /// (its prompt estimated at 4 bytes a token beforehand, charged by its usage afterwards, as
+  /// the engine charges its own calls); a cloud that fails before the client got a byte
+  /// hands the request to the next; a cut after that ends the client's stream with an error
+  /// event and one [DONE] (the next cloud cannot continue a tool call it did not start).
+  void serve_passthrough(std::span<gateway::curl_client* const> clouds, gateway::engine_type& hybrid,
+                         const std::string& raw, const parsed_request& r, os::http_response& res,
+                         const std::atomic<bool>& cancel, const std::string& endpoint, const std::string& reason) {
+    // One vault for every cloud's body: a value gets the same placeholder in each.
+    engine::privacy_vault vault;
+    std::size_t redactions = 0;
+    double cost = 0.0;
+    answer_restorer restore(vault, r.chat);
+    const std::string_view path = r.chat ? "/chat/completions" : "/completions";
+    std::unique_ptr<char[]> answer;
+    if (!r.stream) answer.reset(new char[max_passthrough_answer]);
+    bool started = false, gone = false, malformed = false, fell_back = false;
+    std::string tier, whole;
+    const std::string route_header = "passthrough; " + reason;
+    api_error failure{503, "no cloud endpoint", {}, "tier_unavailable", "server_error"};
+    const auto hedge_object = [&] {
+      return R"({"mode":"passthrough","route":"cloud","reason":)" + json_literal(reason) + R"(,"spans":[{"tier":)" +
+             json_literal(tier) + R"(}],"escalated":false,"fallback":)" + (fell_back ? "true" : "false") +
+             R"(,"handoff_at_token":null,"redactions":)" + std::to_string(redactions) + R"(,"cost":)" + std::to_string(cost) + "}";
+    };
+    for (std::size_t c = 0; c < clouds.size() && !cancel; ++c) {
+      if (c + 1 < clouds.size() && hybrid.breaker_state(c) == route::circuit::open) continue;
+      tier = "cloud" + std::to_string(c);
+      fell_back = c > 0;
+      // The cloud's own model where the client named the edge's or none; else the client's.
+      auto forwarded = forward_body(raw, edge_serves(r.model) ? std::string_view(gateway_->cloud_model(c)) : std::string_view(),
+                                    gateway_->options().engine.privacy, vault);
+      if (!forwarded) return send_error(res, endpoint, {400, std::string(forwarded.error().message()), {}, {}});
+      redactions = forwarded->redactions;
+      const engine::tier_prices& prices = gateway_->options().engine.cloud_prices[c];
+      const std::uint64_t prompt_estimate = forwarded->body.size() / 4;
+      if (const double left = hybrid.spending().remaining(); left >= 0 && prices.cost(prompt_estimate, 0) > left) {
+        failure = {403, tier + ": over the period budget (" + std::to_string(left) + " left), and the edge cannot serve " +
+                            reason, {}, "policy_refused", "invalid_request_error"};
+        continue;
+      }
+      auto observe = [&](std::string_view data) {
+        if (!r.stream) return whole.assign(data), void();
+        std::string out = restore.event(data);
+        if (out.empty()) return malformed = true, void();
+        if (!started) {
+          metrics_->request(endpoint, 200);
+          const os::http_response_header headers[] = {
+              {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier}, {"x-hedge-route", route_header}};
+          res.start(200, "text/event-stream", headers);
+          started = true;
+        }
+        if (!gone && !res.write(out)) gone = true;
+      };
+      const function_ref<void(std::string_view)> observer(observe);
+      gateway::curl_client& client = *clouds[c];
+      client.set_limits(cloud::transport_limits{});
+      client.observe_events(&observer);
+      const auto ignore = [](const cloud::choice_delta&) { return true; };
+      const cloud::call_outcome out =
+          r.stream ? client.send_stream(path, forwarded->body, ignore, &cancel)
+                   : client.send_once(path, forwarded->body, std::span<char>(answer.get(), max_passthrough_answer), ignore,
+                                      &cancel);
+      client.observe_events(nullptr);
+      // What the call cost, charged whatever its end (the cloud counts the tokens it sent).
+      const std::uint64_t sent = out.usage.prompt_tokens >= 0 ? static_cast<std::uint64_t>(out.usage.prompt_tokens) : prompt_estimate;
+      const std::uint64_t got = out.usage.completion_tokens >= 0 ? static_cast<std::uint64_t>(out.usage.completion_tokens)
+                                                                 : out.tokens;
+      if (out.http_status >= 200 && out.http_status < 300) {
+        cost += prices.cost(sent, got);
+        hybrid.spending().charge(prices.cost(sent, got));
+      }
+      if (out.ok() && !malformed) {
+        if (!r.stream) {
+          std::string body = restore.whole(whole);
+          const std::size_t close = body.rfind('}');
+          if (close != std::string::npos) body.insert(close, R"(,"hedge":)" + hedge_object());
+          const os::http_response_header headers[] = {{"x-hedge-tier", tier}, {"x-hedge-route", route_header}};
+          return send(res, endpoint, 200, "application/json", body, headers);
+        }
+        if (!started) {  // a stream of no events: [DONE] alone
+          metrics_->request(endpoint, 200);
+          res.start(200, "text/event-stream");
+          started = true;
+        }
+        const std::string object = r.chat ? "chat.completion.chunk" : "text_completion";
+        res.write(restore.flush() + R"(data: {"object":")" + object + R"(","choices":[],"hedge":)" + hedge_object() +
+                  "}\n\ndata: [DONE]\n\n");
+        res.end();
+        return;
+      }
+      const std::string message = out.ok() ? std::string("the cloud sent an event that is not JSON")
+                                            : std::string(out.status.error().message());
+      const bool refused = out.http_status >= 400 && out.http_status < 500 && out.http_status != 408 && out.http_status != 429;
+      failure = {refused ? out.http_status : 502, tier + ": " + message, {},
+                 refused ? "upstream_refused" : "tier_unavailable", refused ? "invalid_request_error" : "server_error"};
+      if (started) {
+        // The client has the cloud's bytes: no other cloud can continue them (a tool call's
+        // arguments included), so the stream ends here, with the error and one [DONE].
+        res.write("data: " + error_body(failure) + "\n\ndata: [DONE]\n\n");
+        res.end();
+        return;
+      }
+      if (refused) break;  // the request itself was refused: another cloud would refuse it too
+    }
+    send_error(res, endpoint, failure);
+  }
+
+  /// The request's delivery, or the gateway's default (`delivery` in the config file).
+  engine::delivery delivery_of(const parsed_request::hedge_controls& h) const {
+    std::string_view d = h.delivery.empty() ? std::string_view(gateway_->options().delivery) : std::string_view(h.delivery);
+    std::uint32_t hold = h.hold_tokens;
+    if (!d.empty() && d[0] >= '0' && d[0] <= '9' && parse(d, hold)) d = "buffer";
+    return d == "verified" ? engine::delivery::verified()
+           : d == "buffer" ? engine::delivery::buffer(hold)
+                           : engine::delivery::immediate();
+  }
+
   static engine::mode mode_named(const std::string& m) {
     if (m == "edge") return engine::mode::edge_only;
     if (m == "cloud") return engine::mode::cloud_first;
@@ -504,10 +690,8 @@ class server_app {
     q.max_cost = r.hedge.max_cost;
     q.requested = mode_named(r.hedge.mode);
     if (q.requested == engine::mode::cloud_first && !r.hedge.fallback) q.requested = engine::mode::cloud_only;
-    q.fallback = r.hedge.fallback;
-    q.hold = r.hedge.delivery == "verified" ? engine::delivery::verified()
-             : r.hedge.delivery == "buffer"  ? engine::delivery::buffer(r.hedge.hold_tokens)
-                                             : engine::delivery::immediate();
+    q.fallback = r.hedge.fallback && q.requested != engine::mode::edge_only;  // `edge`: the edge only, never spilled
+    q.hold = delivery_of(r.hedge);
     q.sampling.max_tokens = r.max_tokens ? static_cast<std::uint32_t>(std::min<std::int64_t>(*r.max_tokens, 1 << 20)) : 256u;
     q.sampling.temperature = r.temperature;
     q.sampling.top_p = r.top_p;
@@ -516,25 +700,31 @@ class server_app {
     q.cancel = &cancel;
     bool started = false, gone = false;
     std::string text, tier_header_, route_header_;
+    // The head goes out with the first text, so a request no tier could take (the edge's queue
+    // full, where the policy keeps it there) still gets its own status (429), not an event.
+    const auto open_stream = [&] {
+      if (started) return;
+      metrics_->request(endpoint, 200);
+      const os::http_response_header headers[] = {
+          {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
+      res.start(200, "text/event-stream", headers);
+      started = true;
+      if (head.chat) gone = !res.write(chunk(head, r, "", true, {}, 0, nullptr));
+    };
     auto on_event = [&](const engine::engine_event& e) {
       if (e.kind == engine::event_kind::routed) {
         tier_header_ = std::string(engine::telemetry::slot_name(e.tier.slot()));
         route_header_ = std::string(engine::to_string(e.ran)) + "; " + std::string(route::to_string(e.route_reason));
-        if (!r.stream) return;
-        metrics_->request(endpoint, 200);
-        const os::http_response_header headers[] = {
-            {"Cache-Control", "no-cache"}, {"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
-        res.start(200, "text/event-stream", headers);
-        started = true;
-        if (head.chat) gone = !res.write(chunk(head, r, "", true, {}, 0, nullptr));
         return;
       }
       if (e.kind != engine::event_kind::token || e.text.empty()) return;
       if (!r.stream) return text.append(e.text), void();
+      open_stream();
       if (!gone && !res.write(chunk(head, r, e.text, false, {}, 0, nullptr))) gone = true;
     };
     const engine::engine_outcome out = hybrid.run(q, on_event);
     const std::string hedge = hedge_object(out);
+    if (r.stream && out.ok()) open_stream();  // an answer of no text
     if (!r.stream || !started) {
       if (!out.ok()) return send_error(res, endpoint, api_error_of(out));
       const os::http_response_header headers[] = {{"x-hedge-tier", tier_header_}, {"x-hedge-route", route_header_}};
@@ -575,6 +765,9 @@ class server_app {
 
   static api_error api_error_of(const engine::engine_outcome& out) {
     const error& e = out.status.error();
+    if (e.code() == errc::unavailable && e.message().find(edge_queue_full) != std::string_view::npos)
+      return {429, std::string(e.message()) + "; the policy keeps this request on the edge; retry later", {},
+              "rate_limit_exceeded", "rate_limit_error"};
     switch (e.code()) {
       case errc::capacity_exceeded: return {400, std::string(e.message()), {}, "context_length_exceeded"};
       case errc::invalid_argument: return {400, std::string(e.message()), {}, {}};
@@ -622,6 +815,28 @@ class server_app {
     out.verified ? w.String(out.verdict.action == verify::verify_action::accept ? "accept" : "escalate") : w.Null();
     put_key(w, "cost");
     w.Double(out.cost);
+    if (out.ran == engine::mode::speculative) {
+      const engine::speculation_report& sr = out.speculation;
+      put_key(w, "speculation");
+      w.StartObject();
+      put_key(w, "unsupported");
+      w.Bool(sr.unsupported);
+      put_key(w, "rounds");
+      w.Uint64(sr.rounds);
+      put_key(w, "drafted");
+      w.Uint64(sr.drafted);
+      put_key(w, "accepted");
+      w.Uint64(sr.accepted);
+      put_key(w, "acceptance");
+      w.Double(sr.acceptance());
+      put_key(w, "cloud_tokens");
+      w.Uint64(sr.cloud_tokens);
+      put_key(w, "scored");
+      w.Uint64(sr.scored);
+      put_key(w, "approximated");
+      w.Uint64(sr.approximated);
+      w.EndObject();
+    }
     w.EndObject();
     return std::string(b.GetString(), b.GetSize());
   }
@@ -817,16 +1032,6 @@ class server_app {
   std::atomic<std::uint64_t> next_id_{0};
 };
 
-struct options {
-  std::string model, tokenizer, host = "127.0.0.1", alias;
-  std::optional<model::chat_format> format;
-  int port = 8080;
-  std::size_t threads = 1, context = 0, queue = 16;
-  gateway_options gateway;
-  unsigned token_delay_ms = 0;
-  unsigned round_trip_ms = 0;
-};
-
 /// "IN,OUT": prices per million input and output tokens.
 bool parse_prices(std::string_view v, engine::tier_prices& p) {
   const auto comma = v.find(',');
@@ -846,7 +1051,12 @@ bool parse_budget(std::string_view v, engine::budget_options& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  options o;
+  server_options o;
+  int cloud_flags = 0;
+  // The config file first: the flags override what it says, wherever --config stands.
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--config")
+      if (auto e = load_config(argv[i + 1], o)) return usage_error(*e);
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
@@ -854,6 +1064,7 @@ int main(int argc, char** argv) {
                                                                   : "unexpected argument '" + std::string(a) + "'");
     const std::string_view v = argv[++i];
     bool ok = true;
+    if (a == "--config") continue;
     if (a == "-m" || a == "--model") o.model = v;
     else if (a == "-z") o.tokenizer = v;
     else if (a == "--host") ok = !(o.host = v).empty();
@@ -863,9 +1074,11 @@ int main(int argc, char** argv) {
     else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
     else if (a == "--alias") ok = !(o.alias = v).empty();
     else if (a == "--chat-template") ok = (o.format = model::chat_format_named(v)).has_value();
-    else if (a == "--cloud") ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") &&
-                                  (o.gateway.clouds.emplace_back(v), true);
-    else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty();
+    else if (a == "--cloud") {
+      if (!cloud_flags++) o.gateway.clouds.clear(), o.gateway.cloud_models.clear();  // the flags replace the file's list
+      ok = o.gateway.clouds.size() < engine::max_clouds && v.starts_with("http") && (o.gateway.clouds.emplace_back(v), true);
+    }
+    else if (a == "--cloud-model") ok = !(o.gateway.cloud_model = v).empty() && (o.gateway.cloud_models.clear(), true);
     else if (a == "--cloud-price") {
       ok = parse_prices(v, o.gateway.engine.cloud_prices[0]);
       for (auto& p : o.gateway.engine.cloud_prices) p = o.gateway.engine.cloud_prices[0];
@@ -911,16 +1124,19 @@ int main(int argc, char** argv) {
   if (!o.gateway.clouds.empty()) {
     // A key for the clouds comes from the environment or a file, never a flag (os/api_key.hpp).
     std::optional<os::api_key> key;
-    if (os::api_key_configured()) {
-      auto k = os::load_api_key();
+    if (!o.api_key_env.empty() || !o.api_key_file.empty() || os::api_key_configured()) {
+      auto k = !o.api_key_env.empty()  ? os::api_key_from_env(o.api_key_env.c_str())
+               : !o.api_key_file.empty() ? os::api_key_from_file(o.api_key_file)
+                                        : os::load_api_key();
       if (!k) return std::fprintf(stderr, "hedge-server: %s\n", k.error().c_str()), 1;
       key = std::move(*k);
       o.gateway.api_key = std::string(key->reveal());
     }
     o.gateway.queue = std::max<std::size_t>(o.queue, 1) * 4;
+    if (!o.gateway.cloud_models.empty()) o.gateway.cloud_models.resize(o.gateway.clouds.size());
     app.enable_gateway(std::move(o.gateway));
     std::fprintf(stderr, "hedge-server: gateway to %zu cloud endpoint(s)%s\n", app.gateway_clouds(),
-                 key ? " (API key from the environment)" : "");
+                 key ? " (API key from the environment or a key file)" : "");
   }
 
   // Every limit is http_server_options' default (os/http_server.hpp; docs/cloud.md lists them).

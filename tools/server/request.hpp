@@ -8,8 +8,10 @@
 // completions: logprobs is the count), echo (completions), return_tokens_as_token_ids
 // (vLLM's: log-probs name tokens "token_id:N"), n (1 only), and ignore_eos
 // (an extension of vLLM and llama.cpp's server: no stop on a stop token). Other fields are
-// ignored, as vLLM and llama.cpp's server ignore them; a known field of the wrong type or
-// out of range is an error naming it (`param`). Fields that are null count as absent.
+// ignored, as vLLM and llama.cpp's server ignore them (the first one the edge cannot serve is
+// noted in `cloud_only`: the gateway passes such a request to the cloud); a known field of the
+// wrong type or out of range is an error naming it (`param`). Fields that are null count as
+// absent.
 // The body is parsed by json.hpp: iteratively, bounded in depth and values, its strings
 // checked as UTF-8.
 #pragma once
@@ -66,16 +68,29 @@ struct parsed_request {
   bool echo = false;             ///< completions: the prompt, and its log-probs with logprobs
   bool return_tokens_as_token_ids = false;  ///< log-probs name tokens "token_id:N" (vLLM's field)
   bool ignore_eos = false;       ///< vLLM's and llama.cpp's extension: no stop on EOS
+  /// The first field only a cloud can serve (tools, tool_choice, response_format, functions,
+  /// function_call, audio, modalities, a non-text content part): empty when the edge can.
+  std::string cloud_only;
+  bool cloud_only_part = false;  ///< cloud_only is a content part (without --cloud: an error)
   /// The gateway's per-request controls: the body's optional `hedge` object (docs/cloud.md).
   struct hedge_controls {
     std::uint32_t data_classes = 0;  ///< route::data_class bits
     double ttft_slo_ms = 0.0, max_cost = 0.0;
     std::string mode = "auto";       ///< auto, edge, cloud, race
     bool fallback = true;
-    std::string delivery = "immediate";  ///< immediate, verified, or a count of tokens held
+    std::string delivery;  ///< immediate, verified, buffer (hold_tokens); empty: the gateway's default
     std::uint32_t hold_tokens = 0;
   } hedge;
 };
+
+/// A data class's route::data_class bit by its name (`private` is `personal`); 0: no such class.
+inline std::uint32_t data_class_named(std::string_view name) {
+  static constexpr std::pair<std::string_view, std::uint32_t> classes[] = {
+      {"public", 1u}, {"internal", 2u}, {"contractual", 4u}, {"regulated", 8u}, {"personal", 16u}, {"private", 16u}};
+  for (const auto& [text, bit] : classes)
+    if (name == text) return bit;
+  return 0;
+}
 
 namespace detail {
 
@@ -100,8 +115,10 @@ inline const json::value* member(const json::value& object, const char* name) { 
 
 inline const std::string& text_of(const json::value& v) { return v.as_string(); }
 
-/// The message's content: a string, or a list of {"type": "text", "text": ...} parts.
-inline std::optional<api_error> read_content(const json::value& v, const std::string& param, std::string& out) {
+/// The message's content: a string, or a list of {"type": "text", "text": ...} parts; any
+/// other part (an image, audio) is named in `cloud_only` and left out of `out`.
+inline std::optional<api_error> read_content(const json::value& v, const std::string& param, std::string& out,
+                                             parsed_request& r) {
   if (v.is_null()) return std::nullopt;
   if (v.is_string()) return out = text_of(v), std::nullopt;
   if (!v.is_array()) return wrong_type(param, v, "a string or an array of text parts");
@@ -110,8 +127,11 @@ inline std::optional<api_error> read_content(const json::value& v, const std::st
     const std::string p = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) return wrong_type(p, part, "an object");
     const auto* type = member(part, "type");
-    if (!type || !type->is_string() || text_of(*type) != "text")
-      return bad(p + ".type", "only text content parts are supported");
+    if (!type || !type->is_string()) return bad(p + ".type", "a content part needs a string 'type'");
+    if (text_of(*type) != "text") {
+      if (r.cloud_only.empty()) r.cloud_only = p + ".type", r.cloud_only_part = true;
+      continue;
+    }
     const auto* text = member(part, "text");
     if (!text || !text->is_string()) return bad(p + ".text", "a text part needs a string 'text'");
     out += text_of(*text);
@@ -138,6 +158,8 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
     if (!v->is_string()) return wrong_type("model", *v, "a string");
     r.model = detail::text_of(*v);
   }
+  for (const char* name : {"tools", "tool_choice", "response_format", "functions", "function_call", "audio", "modalities"})
+    if (r.cloud_only.empty() && field(name)) r.cloud_only = name;
   if (chat) {
     const auto* v = field("messages");
     if (!v) return bad("messages", "'messages' is required");
@@ -156,7 +178,7 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
         return bad(p + ".role", "unknown role '" + msg.role + "'");
       if (msg.role == "developer") msg.role = "system";
       if (const auto* content = detail::member(m, "content"))
-        if (auto e = detail::read_content(*content, p + ".content", msg.content)) return e;
+        if (auto e = detail::read_content(*content, p + ".content", msg.content, r)) return e;
       r.messages.push_back(std::move(msg));
     }
   } else {
@@ -277,13 +299,10 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
     if (auto e = number("ttft_slo_ms", h.ttft_slo_ms)) return e;
     if (auto e = number("max_cost", h.max_cost)) return e;
     if (const auto* c = detail::member(*v, "data_class"); c && !c->is_null()) {
-      static constexpr std::pair<std::string_view, std::uint32_t> classes[] = {
-          {"public", 1u}, {"internal", 2u}, {"contractual", 4u}, {"regulated", 8u}, {"personal", 16u}, {"private", 16u}};
       const auto add = [&](const json::value& name) -> bool {
-        if (!name.is_string()) return false;
-        for (const auto& [text, bit] : classes)
-          if (detail::text_of(name) == text) return h.data_classes |= bit, true;
-        return false;
+        const std::uint32_t bit = name.is_string() ? data_class_named(detail::text_of(name)) : 0u;
+        h.data_classes |= bit;
+        return bit != 0;
       };
       bool good = true;
       if (c->is_array()) {

@@ -79,6 +79,10 @@ struct job {
   std::optional<api_error> error;
   std::string finish_reason = "length";
   std::size_t completion_tokens = 0;
+  /// Instead of a generation: the logits after these ids (a speculative draft step), written
+  /// to `logits_out` on the worker thread.
+  std::vector<model::token_id> logits_for;
+  std::vector<float>* logits_out = nullptr;
 };
 
 class scheduler {
@@ -139,6 +143,7 @@ class scheduler {
   }
 
   [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
+  [[nodiscard]] std::size_t vocab_size() const noexcept { return runnable_->model.config().vocab_size; }
   [[nodiscard]] const model::chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
@@ -217,13 +222,13 @@ class scheduler {
     changed(j);
   }
 
-  /// The log-prob of `target` under `logits`, and the `top` most probable tokens (model/scoring.hpp).
   /// A token as the response names it: its text, or "token_id:N" when the request asked
   /// for ids (vLLM's return_tokens_as_token_ids: unambiguous where texts collide).
   [[nodiscard]] std::string name(model::token_id id, bool as_id, bool strip = false) const {
     return as_id ? "token_id:" + std::to_string(id) : piece(id, strip);
   }
 
+  /// The log-prob of `target` under `logits`, and the `top` most probable tokens (model/scoring.hpp).
   token_report score(std::span<const float> logits, model::token_id target, std::size_t top, bool as_id,
                      bool strip) const {
     const double log_sum = model::log_sum_exp(logits);
@@ -250,7 +255,7 @@ class scheduler {
   }
 
   void run(job& j) {
-    auto result = threads_ == 1 ? run(j, serial_) : run(j, pool_);
+    auto result = !j.logits_for.empty() ? logits_after(j) : threads_ == 1 ? run(j, serial_) : run(j, pool_);
     if (stopping_flag_.load()) return finish(j, shutting_down());
     if (!result) {
       const bool capacity = result.error().code() == errc::capacity_exceeded;
@@ -259,6 +264,24 @@ class scheduler {
       return;
     }
     finish(j, std::nullopt);
+  }
+
+  /// A draft step: the session keeps the longest prefix of the ids it holds and decodes the
+  /// rest one by one (a draft extends by one token: one decode), the last one's logits out.
+  result<void> logits_after(job& j) {
+    const std::span<const model::token_id> ids = j.logits_for;
+    auto shared = reuse_prefix(ids, ids.size() - 1);
+    if (!shared) return shared.error();
+    scored_.clear();
+    std::span<const float> logits;
+    for (std::size_t i = *shared; i < ids.size(); ++i) {
+      auto l = runnable_->model.decode(session_, ids[i], serial_);
+      if (!l) return l.error();
+      decoded_.push_back(ids[i]);
+      logits = *l;
+    }
+    j.logits_out->assign(logits.begin(), logits.end());
+    return ok();
   }
 
   template <class Executor>

@@ -132,9 +132,13 @@ class cloud_client {
   cloud_client(const cloud_client&) = delete;
   cloud_client& operator=(const cloud_client&) = delete;
 
-  /// Every streamed event's data, before it is parsed, goes to `observer` too (null: none), for
-  /// fields the client does not read: a gateway's `hedge` object, a server's extensions.
-  void observe_events(const function_ref<void(std::string_view)>* observer) noexcept { stream_.observe_events(observer); }
+  /// Every streamed event's data, and a non-streamed answer's whole body, before it is parsed,
+  /// goes to `observer` too (null: none), for fields the client does not read: a gateway's
+  /// `hedge` object, a server's extensions, tool calls a gateway passes on.
+  void observe_events(const function_ref<void(std::string_view)>* observer) noexcept {
+    observer_ = observer;
+    stream_.observe_events(observer);
+  }
 
   /// The time limits of the calls that follow (the engine cuts them to a request's deadline).
   void set_limits(const transport_limits& limits) noexcept { config_.limits = limits; }
@@ -254,6 +258,7 @@ class cloud_client {
     out.status = conclude(out, sent, false);
     if (out.status.ok()) {
       body_buffer[size] = '\0';
+      if (observer_ != nullptr) (*observer_)(std::string_view(body_buffer.data(), size));  // before the in-place parse
       std::size_t tokens = 0;
       auto parsed = reader_.parse(body_buffer.data(), size, [&](const choice_delta& d) {
         if (!out.time_to_first_token && (!d.text.empty() || !d.tokens.empty())) {
@@ -408,6 +413,7 @@ class cloud_client {
   error failure_{};
   completion_stream<Sizes.event, Sizes.tokens> stream_;
   response_reader<Sizes.tokens> reader_;
+  const function_ref<void(std::string_view)>* observer_ = nullptr;
 };
 
 }  // namespace hedge::cloud

@@ -43,9 +43,11 @@ namespace hedge::engine {
 template <class Client>
 class cloud_scorer {
  public:
-  /// `context_tokens`: the longest context + draft it will score (sizes its buffers).
+  /// `context_tokens`: the longest context + draft + 1 it scores (its buffers; the client's
+  /// client_buffers::tokens must hold as many). A longer one is `unsupported`: the engine
+  /// then generates plainly at this tier.
   cloud_scorer(Client& client, std::size_t context_tokens, std::string_view extra = {})
-      : client_(client), extra_(extra) {
+      : client_(client), extra_(extra), max_positions_(context_tokens) {
     request_.resize(1024 + context_tokens * 12);
     response_.resize(4096 + context_tokens * (cloud::max_top_logprobs * 32 + 96));
     rows_.reserve(context_tokens + 1);
@@ -57,6 +59,9 @@ class cloud_scorer {
 
   result<std::span<const position_score>> score(const score_call& call) {
     if (call.context.empty()) return error{errc::invalid_argument} << "cloud_scorer: an empty context";
+    if (call.context.size() + call.draft.size() + 1 > max_positions_)
+      return error{errc::unsupported} << "cloud_scorer: " << call.context.size() + call.draft.size() + 1
+                                      << " positions, more than the " << max_positions_ << " it holds";
     cloud::json_writer w(request_);
     w.begin_object();
     w.key("prompt").begin_array();
@@ -125,6 +130,7 @@ class cloud_scorer {
  private:
   Client& client_;
   std::string_view extra_;
+  std::size_t max_positions_;
   std::vector<char> request_;
   std::vector<char> response_;
   std::vector<position_score> rows_;

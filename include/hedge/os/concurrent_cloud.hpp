@@ -1,12 +1,13 @@
 // hedge/os/concurrent_cloud.hpp: any blocking CloudBackend made concurrent with a thread, so
 // the engine can race it against the edge (engine/backend.hpp).
 //
-// begin() starts the wrapped backend's call on a thread of its own; the pieces it delivers are
-// copied into a queue, and poll() hands them over on the engine's thread, waiting at most
-// `max_wait` for the first. cancel() cancels the wrapped call and waits for its thread to end
-// (the wrapped transport stops within one poll interval, os/http_transport.hpp), so nothing
-// runs on the call's views after the engine moved on. The queue allocates: this is os/, not
-// the engine's allocation-free path.
+// begin() hands the wrapped backend's call to a thread of its own (started at the first call
+// and kept: a thread made per call cost a clone, a stack mapping and a join on every request's
+// path to its first token); the pieces it delivers are copied into a queue, and poll() hands
+// them over on the engine's thread, waiting at most `max_wait` for the first. cancel() cancels
+// the wrapped call and waits until it has returned (the wrapped transport stops within one poll
+// interval, os/http_transport.hpp), so nothing runs on the call's views after the engine moved
+// on. The queue allocates: this is os/, not the engine's allocation-free path.
 #pragma once
 
 #include <chrono>
@@ -33,7 +34,14 @@ class concurrent_cloud {
   explicit concurrent_cloud(Blocking& inner) noexcept : inner_(inner) {}
   concurrent_cloud(const concurrent_cloud&) = delete;
   concurrent_cloud& operator=(const concurrent_cloud&) = delete;
-  ~concurrent_cloud() { join(); }
+  ~concurrent_cloud() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    start_.notify_all();
+    if (worker_.joinable()) worker_.join();  // after the call in flight, if any, returned
+  }
 
   result<void> begin(const engine::cloud_call& call) {
     join();
@@ -43,25 +51,10 @@ class concurrent_cloud {
       pieces_.clear();
       finished_ = false;
       final_ = {};
+      busy_ = true;
     }
-    worker_ = std::thread([this] {
-      auto on_piece = [this](const engine::cloud_piece& p) {
-        {
-          std::lock_guard lock(mutex_);
-          pieces_.push_back({std::string(p.text), p.logprob, p.tokens});
-        }
-        changed_.notify_all();
-        return true;
-      };
-      engine::cloud_poll result = inner_.poll(on_piece, std::chrono::milliseconds(0));
-      {
-        std::lock_guard lock(mutex_);
-        final_ = result;
-        // The finish reason is a view into the wrapped backend, which keeps it until its next call.
-        finished_ = true;
-      }
-      changed_.notify_all();
-    });
+    if (!worker_.joinable()) worker_ = std::thread([this] { serve(); });
+    start_.notify_one();
     return ok();
   }
 
@@ -100,15 +93,50 @@ class concurrent_cloud {
     std::uint32_t tokens = 1;
   };
 
+  /// The worker thread: runs each begun call to its end.
+  void serve() {
+    auto on_piece = [this](const engine::cloud_piece& p) {
+      {
+        std::lock_guard lock(mutex_);
+        pieces_.push_back({std::string(p.text), p.logprob, p.tokens});
+      }
+      changed_.notify_all();
+      return true;
+    };
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        start_.wait(lock, [&] { return quit_ || (busy_ && !running_); });
+        if (quit_ && !busy_) return;
+        running_ = true;
+      }
+      engine::cloud_poll result = inner_.poll(on_piece, std::chrono::milliseconds(0));
+      {
+        std::lock_guard lock(mutex_);
+        final_ = result;
+        // The finish reason is a view into the wrapped backend, which keeps it until its next call.
+        finished_ = true;
+        running_ = busy_ = false;
+      }
+      changed_.notify_all();
+    }
+  }
+
+  /// Waits until the call in flight, if any, has returned.
   void join() {
-    if (worker_.joinable()) worker_.join();
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !busy_; });
   }
 
   Blocking& inner_;
   std::thread worker_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;  ///< a piece, or the call's end
+  std::condition_variable start_;    ///< a call to run, or quit
   std::deque<queued> pieces_;
+  bool busy_ = false;     ///< a call was begun and has not returned
+  bool running_ = false;  ///< the worker runs it
+  bool quit_ = false;
   bool finished_ = false;
   engine::cloud_poll final_{};
 };
