@@ -279,7 +279,7 @@ spec_ask='{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens
 stream spec_cloud "$(printf "$spec_ask" cloud)"
 stream spec "$(printf "$spec_ask" speculative)"
 check "speculative: one [DONE]" one_done spec
-check "speculative: the text is the cloud's greedy answer" [ -n "$(text_of spec_cloud)" ] && [ "$(text_of spec)" = "$(text_of spec_cloud)" ]
+check "speculative: the text is the cloud's greedy answer" [ -n "$(text_of spec_cloud)" -a "$(text_of spec)" = "$(text_of spec_cloud)" ]
 check "speculative: the hedge object reports rounds" [ "$(last spec '.hedge.speculation.rounds')" -gt 0 ]
 check "speculative: drafts were accepted" [ "$(last spec '.hedge.speculation.accepted')" -gt 0 ]
 check "speculative: the upstream scored token ids with echo" grep -q '"echo": *true' "$work/speculate.record"
