@@ -11,7 +11,8 @@
 // requests the caller sends to the cloud, personal data and a private data class, a prompt
 // longer than the edge's context, a multi-turn conversation held for verification; then the
 // cloud goes down (this program kills it), a burst trips the gateway's circuit breaker, the
-// cloud comes back; then cloud requests until the budget runs out. For each request it prints
+// cloud comes back; one greedy request cloud-only and again speculative (the edge drafts, the
+// cloud scores); then cloud requests until the budget runs out. For each request it prints
 // the route and its reason, the tiers that wrote the text, the time to first token, the text,
 // and any hand-off; at the end a summary (share per tier, p50/p95 time to first token per
 // tier, escalations, fallbacks, retries, redactions, cost against all-cloud) and an SVG of
@@ -119,6 +120,7 @@ struct request_spec {
   std::vector<std::pair<std::string, std::string>> messages;
   std::string hedge;  ///< the request's hedge object, e.g. {"mode":"cloud"}
   int max_tokens = 40;
+  double temperature = 0.8;
 };
 
 struct record {
@@ -129,6 +131,8 @@ struct record {
   int retries = 0, redactions = 0;
   long handoff_at = -1;
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  double acceptance = -1;  ///< a speculative request's
+  long rounds = 0;
 };
 
 using client_type = cloud::cloud_client<os::curl_transport>;
@@ -141,7 +145,7 @@ record send(client_type& client, const request_spec& spec, std::string_view phas
   for (const auto& [role, content] : spec.messages) messages.push_back({role, content});
   cloud::request_options o;
   o.max_tokens = spec.max_tokens;
-  o.temperature = 0.8;
+  o.temperature = spec.temperature;
   o.top_p = 0.9;
   o.seed = 7;
   o.include_usage = true;
@@ -178,6 +182,10 @@ record send(client_type& client, const request_spec& spec, std::string_view phas
   const std::string at = field(hedge_object, "handoff_at_token");
   r.handoff_at = at.empty() || at == "null" ? -1 : std::atol(at.c_str());
   r.cost = std::atof(field(hedge_object, "cost").c_str());
+  if (const std::string a = field(hedge_object, "acceptance"); !a.empty()) {
+    r.acceptance = std::atof(a.c_str());
+    r.rounds = std::atol(field(hedge_object, "rounds").c_str());
+  }
   return r;
 }
 
@@ -272,7 +280,7 @@ int main(int argc, char** argv) {
   // The gateway: the edge model, the cloud behind it, prices and an hourly budget; one
   // worker, so its circuit breaker is the one the burst trips.
   server_process gateway(server, {"-m", edge_model, "--ctx-size", "256", "--cloud", cloud_url, "--cloud-price", "150,600", "--budget",
-                                  quick ? "0.35/hour" : "0.45/hour", "--gateway-workers", "1", "--queue", "8"});
+                                  quick ? "0.41/hour" : "0.51/hour", "--gateway-workers", "1", "--queue", "8"});
   if (gateway.url().empty()) return std::fprintf(stderr, "the gateway did not start\n"), 1;
   std::printf("cloud:   %s%s\ngateway: %s (edge: %s, context 256)\n", cloud_url.c_str(),
               external_cloud.empty() ? " (hedge-server, 8 ms per token, priced 150/600 per 1M tokens)" : "",
@@ -328,6 +336,21 @@ int main(int argc, char** argv) {
     cloud = std::make_unique<server_process>(server, std::vector<std::string>{"-m", cloud_model, "--token-delay-ms", "8"}, port);
     std::this_thread::sleep_for(5500ms);
     run({"the cloud is back", {{"user", "Ben and his dog ran home."}}, cloud_mode, 30}, "recovered");
+  }
+  // Cross-tier speculation: the same greedy request cloud-only and speculative. Here both
+  // tiers run the same checkpoint, so every draft is accepted; scripts/speculative-sweep.sh
+  // measures a quantized draft and where the mode stops paying.
+  std::printf("\n--- speculation: the edge drafts, the cloud scores each draft in one call ---\n");
+  const std::vector<std::pair<std::string, std::string>> puppy = {{"user", "Lily found a little puppy."}};
+  run({"the same request, cloud only (greedy)", puppy, cloud_mode, 48, 0.0}, "speculation");
+  run({"the same request, speculative (greedy)", puppy, "{\"mode\":\"speculative\"}", 48, 0.0}, "speculation");
+  {
+    const record& alone = records[records.size() - 2];
+    const record& speculative = records.back();
+    std::printf("  speculative: %.0f ms against %.0f ms cloud-only (%.1fx faster), acceptance %.2f over %ld rounds, "
+                "same text: %s\n",
+                speculative.total_ms, alone.total_ms, speculative.total_ms > 0 ? alone.total_ms / speculative.total_ms : 0.0,
+                speculative.acceptance, speculative.rounds, speculative.text == alone.text ? "yes" : "no");
   }
   std::printf("\n--- cloud requests until the budget runs out ---\n");
   for (int i = 0; i < (quick ? 6 : 8); ++i)

@@ -192,9 +192,13 @@ TEST(SpeculativeLoopback, the_engines_mode_delivers_the_targets_text_and_survive
     const auto ids = *edge->tier->prompt_ids(call);
     const std::vector<std::int32_t> prompt_ids(ids.begin(), ids.end());
     const auto greedy = server_greedy(*scoring, prompt_ids, 150);
-    auto decoded = edge->loaded.tok.decode(greedy);
-    ASSERT_TRUE(decoded);
-    expected_text = *decoded;
+    // The answer's text follows the prompt's (a first piece keeps its leading space).
+    std::vector<std::int32_t> whole = prompt_ids;
+    whole.insert(whole.end(), greedy.begin(), greedy.end());
+    auto prompt_text = edge->loaded.tok.decode(prompt_ids);
+    auto whole_text = edge->loaded.tok.decode(whole);
+    ASSERT_TRUE(prompt_text && whole_text);
+    expected_text = whole_text->substr(prompt_text->size());
   }
   for (const bool kill_mid_answer : {false, true}) {
     server_process server(HEDGE_SERVER_BINARY, model_path());

@@ -79,9 +79,15 @@ class scheduler_edge {
     return std::span<const std::int32_t>(prompt_);
   }
   [[nodiscard]] std::span<const std::int32_t> stop_ids() const { return scheduler_->renderer().stop_tokens(); }
-  void begin_text() { text_.emplace(scheduler_->tokenizer()); }
+  /// The prompt goes through the decoder first, as in model::generator (edge_tier.hpp).
+  void begin_text(std::span<const std::int32_t> prompt) {
+    text_.emplace(scheduler_->tokenizer());
+    const model::token_id bos = scheduler_->tokenizer().vocab().settings().bos;
+    for (const model::token_id t : prompt)
+      if (t != bos) (void)text_->push(t, [](std::string_view) {});
+  }
   result<void> text_of(std::int32_t id, function_ref<void(std::string_view)> sink) {
-    if (!text_) begin_text();
+    if (!text_) begin_text({});
     return text_->push(id, [&](std::string_view piece) { sink(piece); });
   }
   void end_text(function_ref<void(std::string_view)> sink) {

@@ -907,7 +907,7 @@ class hybrid_engine {
       speculation_ids_.assign(ids->begin(), ids->end());
       const std::size_t prompt_size = speculation_ids_.size();
       restorer_.reset();
-      edge_.begin_text();
+      edge_.begin_text(speculation_ids_);
       auto show = [&](std::size_t i) {
         return [this, &st, i](std::string_view text) {
           restorer_.feed(text, [&](std::string_view shown) {

@@ -63,13 +63,15 @@ concept Drafter = requires(D& d, std::span<const std::int32_t> ids, std::int32_t
 };
 
 /// An edge tier the engine can speculate with: a Drafter that also gives a call's prompt as
-/// ids, its stop ids, and turns emitted ids into whole UTF-8 characters (engine/edge_tier.hpp).
+/// ids, its stop ids, and turns emitted ids into whole UTF-8 characters as text that follows
+/// the prompt (begin_text(prompt ids): a first piece keeps its leading space, as
+/// model::generator's text does; engine/edge_tier.hpp).
 template <class E>
 concept SpeculativeEdge = Drafter<E> && requires(E& e, const E& ce, const edge_call& call, std::int32_t id,
-                                                 function_ref<void(std::string_view)> sink) {
+                                                 std::span<const std::int32_t> ids, function_ref<void(std::string_view)> sink) {
   { e.prompt_ids(call) } -> std::same_as<result<std::span<const std::int32_t>>>;
   { ce.stop_ids() } -> std::convertible_to<std::span<const std::int32_t>>;
-  { e.begin_text() };
+  { e.begin_text(ids) };
   { e.text_of(id, sink) } -> std::same_as<result<void>>;
   { e.end_text(sink) };
 };
