@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hedge-speculate against a loopback hedge-server slowed to 10 ms a forward pass: the
+# hedge-speculate against a loopback hedge-server slowed to 10 ms a forward pass (speed is
+# scripts/speculative-sweep.sh's to measure, not this test's): the
 # speculative answer equals the cloud-only one token for token (Q8_0 and Q4_0 drafts of the
 # served F32 checkpoint), the JSON line has its fields, and bad arguments are usage errors.
 # usage: speculate.sh SERVER SPECULATE MODELS WORKDIR   (exit 77: skipped)
@@ -19,7 +20,6 @@ for q in q8_0 q4_0; do
   check "$q draft: rounds and acceptance reported" [ "$(jq -r '.rounds > 0 and .acceptance > 0' "$work/$q.json")" = true ]
   echo "  $(cat "$work/$q.json")"
 done
-check "the Q8_0 draft is faster than cloud-only (10 ms passes)" [ "$(jq -r '.speedup > 1' "$work/q8_0.json")" = true ]
 "$speculate" -m "$model" > /dev/null 2>&1; check "no --url: a usage error (2)" [ $? -eq 2 ]
 "$speculate" -m "$model" --url "$url" --quantize q3 > /dev/null 2>&1; check "a bad --quantize: a usage error (2)" [ $? -eq 2 ]
 "$speculate" -m "$model" --url http://127.0.0.1:1 -n 8 > /dev/null 2> "$work/refused.err"
