@@ -78,7 +78,7 @@ class Gemv : public ::testing::Test {
   }
 };
 
-using Variants = ::testing::Types<
+using GemvVariants = ::testing::Types<
     variant<q::q8_0, hedge::arch::scalar>, variant<q::q4_0, hedge::arch::scalar>,
     variant<q::q4_k, hedge::arch::scalar>, variant<q::q6_k, hedge::arch::scalar>,
     variant<q::f32, hedge::arch::scalar>, variant<q::f16, hedge::arch::scalar>, variant<q::bf16, hedge::arch::scalar>,
@@ -96,7 +96,7 @@ using Variants = ::testing::Types<
     variant<q::q5_k, hedge::arch::avx512vnni>, variant<q::q5_0, hedge::arch::neon>, variant<q::q5_1, hedge::arch::neon>,
     variant<q::q5_k, hedge::arch::neon>, variant<q::q5_0, hedge::arch::neon_dotprod>,
     variant<q::q5_1, hedge::arch::neon_dotprod>, variant<q::q5_k, hedge::arch::neon_dotprod>>;
-TYPED_TEST_SUITE(Gemv, Variants);
+TYPED_TEST_SUITE(Gemv, GemvVariants);
 
 /// K values to test: multiples of the block, including ones that are not
 /// multiples of 256 (or of 8 for float formats) where the format allows.
