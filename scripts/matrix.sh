@@ -24,8 +24,8 @@
 # examples) reach SIMD code only through those headers, so another -march changes nothing
 # in them that the SIMD targets do not compile; they build for every compiler at the
 # baseline and, in CI, at -march=native (release) too.
-# (Unity builds would save header parsing, but tests and benches reuse names in
-# anonymous namespaces across files; code generation dominates anyway.)
+# (Code generation dominates; the model tests that instantiate the forward pass are one
+# unity group, tests/CMakeLists.txt, which generates it once instead of five times.)
 # Compilers that do not know -march=znver4 (g++ 12.2, clang 14) get what their
 # -march=native gives on a Zen 4: znver3 plus Zen 4's AVX-512 extensions.
 # Prints one line per cell (compiler, target, seconds, ok/FAIL/skip) and exits

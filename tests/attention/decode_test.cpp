@@ -34,7 +34,7 @@ namespace attention = hedge::attention;
 namespace kv = hedge::kv;
 using kv::kv_config;
 using kv::kv_dynamic_shape;
-constexpr double tolerance = 2e-5;
+constexpr double decode_tolerance = 2e-5;
 
 template <class Elem>
 class DecodeAttention : public ::testing::Test {};
@@ -63,10 +63,10 @@ void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t
     const bool rounded_query = rounds_query && !std::is_same_v<A, hedge::arch::scalar>;
     auto r = attention::decode_attention<A>(view, layer, q, out, p, workspace, serial, splits);
     ASSERT_TRUE(r) << r.error().c_str();
-    EXPECT_LE(hedge::test::relative_error(out, rounded_query ? want_rounded : want), tolerance)
+    EXPECT_LE(hedge::test::relative_error(out, rounded_query ? want_rounded : want), decode_tolerance)
         << A::name << " " << Elem::name << " " << what << " splits " << splits;
     if (rounded_query) {
-      EXPECT_LE(hedge::test::relative_error(out, want), rounding_bound + tolerance)
+      EXPECT_LE(hedge::test::relative_error(out, want), rounding_bound + decode_tolerance)
           << A::name << " " << Elem::name << " " << what << " against the unrounded query";
     }
   });

@@ -20,7 +20,7 @@ namespace attention = hedge::attention;
 namespace kv = hedge::kv;
 using kv::kv_config;
 using kv::kv_dynamic_shape;
-constexpr double tolerance = 2e-5;
+constexpr double prefill_tolerance = 2e-5;
 
 template <class Elem>
 class PrefillAttention : public ::testing::Test {};
@@ -46,7 +46,7 @@ void check_prefill(const kv::kv_sequence_view<Elem>& view, std::size_t layer, st
     std::fill(out.begin(), out.end(), 0.f);
     auto r = attention::prefill_attention<A>(view, layer, tokens, q, out, p, workspace, exec);
     ASSERT_TRUE(r) << r.error().c_str();
-    EXPECT_LE(hedge::test::relative_error(out, want), tolerance) << A::name << " " << Elem::name << " " << what;
+    EXPECT_LE(hedge::test::relative_error(out, want), prefill_tolerance) << A::name << " " << Elem::name << " " << what;
   });
 }
 

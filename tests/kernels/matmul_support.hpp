@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hedge/core/arch.hpp"
+#include "hedge/core/dispatch.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
 #include "hedge/quant/q4_0.hpp"
@@ -26,6 +27,23 @@ struct variant {
   using format = W;
   using arch = A;
 };
+
+namespace detail {
+template <class A, class... Compiled>
+constexpr bool derives_from_simd_tag(arch::tag_list<Compiled...>) {
+  return ((!std::is_same_v<Compiled, arch::scalar> && std::is_base_of_v<Compiled, A>) || ...);
+}
+}  // namespace detail
+
+/// Whether A::supported() can be true in this build: A is scalar, arch::best, or derives
+/// from a SIMD tag of arch::compiled. Every other tag's supported() is false whatever the
+/// CPU (NEON tags in an x86 build, x86 tags in an AArch64 or HEDGE_NO_SIMD one:
+/// core/arch.hpp), so its typed tests skip, and their bodies are left uninstantiated
+/// (`if constexpr`) rather than compiled for nothing: the tag falls back to the scalar
+/// kernels, and the references would be compiled once more per (format, tag).
+template <class A>
+inline constexpr bool may_run = std::is_same_v<A, arch::scalar> || std::is_same_v<A, arch::best> ||
+                                detail::derives_from_simd_tag<A>(arch::compiled{});
 
 /// Random floats, roughly normal, with a few larger values per row as real weights have.
 inline std::vector<float> random_floats(std::size_t n, unsigned seed, float scale = 1.f) {

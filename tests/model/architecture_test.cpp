@@ -24,6 +24,7 @@ namespace {
 
 using namespace hedge::model;
 using hedge::errc;
+using hedge::test::expect_error;
 using hedge::test::load_synthetic;
 using hedge::test::write_synthetic_gguf;
 
@@ -34,7 +35,7 @@ using hedge::test::write_synthetic_gguf;
 // gate is rounded to 11 bits (2^-12 relative) before the activation, about 2e-4 of each
 // FFN output per layer. 2e-3 bounds all of them; a wrong index, norm, scale, mask or
 // factor moves them by 8e-2 to 1 (dropping the RoPE factors: 0.17; the window: 0.08).
-constexpr double float_tolerance = 2e-3;
+constexpr double architecture_float_tolerance = 2e-3;
 // With Q8_0 weights both round each activation block to Q8_0 (d = amax / 127): the same
 // rounding, but an input one ulp apart can round to the neighbouring step, about 0.4% of
 // the block's amax, and the difference travels through the later layers (2.4e-2 seen on
@@ -57,7 +58,8 @@ std::vector<architecture_case> architecture_cases() {
     s.name = "hedge synthetic";  // not the architecture's name: llama.cpp gives "phi3" models Phi-3's special tokens
     s.seed = std::hash<std::string>{}(name);
     shape(s);
-    const double tolerance = s.attention == hedge::quant::gguf_type::f32 ? float_tolerance : q8_0_tolerance;
+    const double tolerance =
+        s.attention == hedge::quant::gguf_type::f32 ? architecture_float_tolerance : q8_0_tolerance;
     cases.push_back({std::move(name), s, tolerance});
   };
   // Llama 3: per-pair RoPE factors, a large base, the classifier tied to the embedding,
@@ -189,11 +191,6 @@ INSTANTIATE_TEST_SUITE_P(LlamaCpp, Architecture, ::testing::ValuesIn(architectur
                          [](const ::testing::TestParamInfo<architecture_case>& info) { return info.param.name; });
 
 // ---- Hostile files: every count checked against what the file holds before it sizes anything. ----
-
-void expect_error(const hedge::error& e, errc code, std::string_view text) {
-  EXPECT_EQ(e.code(), code) << e.message();
-  EXPECT_NE(e.message().find(text), std::string_view::npos) << "'" << e.message() << "' does not say '" << text << "'";
-}
 
 synthetic_llama small(std::string architecture) {
   synthetic_llama s{.dim = 32, .hidden_dim = 32, .layers = 1, .heads = 2, .kv_heads = 1, .context = 8, .vocab = 8};

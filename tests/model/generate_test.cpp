@@ -20,17 +20,17 @@ namespace {
 
 using namespace hedge::model;
 
-const std::string& models = hedge::test::models_dir;
+const std::string& models_folder = hedge::test::models_dir;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-struct stories {
+struct stories_with_tokenizer {
   std::size_t bytes = 0, tokenizer_bytes = 0;
-  std::vector<float> file = hedge::test::read_aligned(models + "stories260K.bin", bytes);
-  std::vector<float> tokenizer_file = hedge::test::read_aligned(models + "tok512.bin", tokenizer_bytes);
+  std::vector<float> file = hedge::test::read_aligned(models_folder + "stories260K.bin", bytes);
+  std::vector<float> tokenizer_file = hedge::test::read_aligned(models_folder + "tok512.bin", tokenizer_bytes);
   llama2c_checkpoint checkpoint = *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
   llama_weights weights = llama2c_weights(checkpoint);
   tokenizer tok{*read_llama2c_tokenizer({reinterpret_cast<const std::byte*>(tokenizer_file.data()), tokenizer_bytes},
@@ -40,7 +40,8 @@ struct stories {
 /// What run.c prints for `-n steps [-i prompt]` with this sampler: the prompt, then every
 /// token until BOS or `steps` positions.
 template <class Random>
-std::string run_like_run_c(const stories& s, const std::string& prompt, std::size_t steps, sampler<Random> chooser) {
+std::string run_like_run_c(const stories_with_tokenizer& s, const std::string& prompt, std::size_t steps,
+                           sampler<Random> chooser) {
   auto model = llama<>::make(s.weights, {.context = steps});
   EXPECT_TRUE(model.ok());
   auto gen = generator<llama<>>::make(*model, s.tok);
@@ -62,25 +63,26 @@ std::string run_like_run_c(const stories& s, const std::string& prompt, std::siz
 
 TEST(Generate, GreedyTextIsRunCs) {
   SKIP_WITHOUT_MODELS();
-  const stories s;
+  const stories_with_tokenizer s;
   EXPECT_EQ(run_like_run_c(s, "", 256, sampler{sampler_config{}, seeded_random{0}}),
-            read_text(models + "reference/llama2c_noprompt_n256.txt"));
+            read_text(models_folder + "reference/llama2c_noprompt_n256.txt"));
   EXPECT_EQ(run_like_run_c(s, "Once upon a time", 256, sampler{sampler_config{}, seeded_random{0}}),
-            read_text(models + "reference/llama2c_prompt_onceuponatime_n256.txt"));
+            read_text(models_folder + "reference/llama2c_prompt_onceuponatime_n256.txt"));
   // 512 steps: run.c stops when the model emits BOS.
   EXPECT_EQ(run_like_run_c(s, "", 512, sampler{sampler_config{}, seeded_random{0}}),
-            read_text(models + "reference/llama2c_noprompt_n512.txt"));
+            read_text(models_folder + "reference/llama2c_noprompt_n512.txt"));
 }
 
 TEST(Generate, SampledTextIsRunCsWithItsGenerator) {
   SKIP_WITHOUT_MODELS();
-  const stories s;
+  const stories_with_tokenizer s;
   const sampler chooser{sampler_config{.temperature = 1.0f, .top_p = 0.9f}, llama2c_random{133742}};
-  EXPECT_EQ(run_like_run_c(s, "", 256, chooser), read_text(models + "reference/llama2c_t1.0_p0.9_s133742_n256.txt"));
+  EXPECT_EQ(run_like_run_c(s, "", 256, chooser),
+            read_text(models_folder + "reference/llama2c_t1.0_p0.9_s133742_n256.txt"));
 }
 
 struct harness {
-  stories s;
+  stories_with_tokenizer s;
   llama<> model = *llama<>::make(s.weights, {.max_sessions = 2, .context = 64});
   generator<llama<>> gen = *generator<llama<>>::make(model, s.tok);
   hedge::exec::serial serial;

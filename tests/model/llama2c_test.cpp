@@ -25,7 +25,7 @@ struct aligned_bytes {
   std::span<const std::byte> span() const { return {reinterpret_cast<const std::byte*>(storage.data()), size}; }
 };
 
-aligned_bytes read_file(const std::string& path) {
+aligned_bytes read_aligned_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   aligned_bytes b(raw.size());
@@ -42,7 +42,7 @@ void put_i32(aligned_bytes& b, std::size_t offset, std::int32_t v) { std::memcpy
 
 TEST(Llama2c, ReadsStories260KHeaderAndWeights) {
   SKIP_WITHOUT_MODEL();
-  const auto file = read_file(stories);
+  const auto file = read_aligned_file(stories);
   const auto c = llama2c_checkpoint::parse(file.span());
   ASSERT_TRUE(c.ok()) << c.error().message();
   const auto& cfg = c->config();
@@ -107,7 +107,7 @@ aligned_bytes as_version1(const llama2c_checkpoint& v0, bool separate_classifier
 
 TEST(Llama2c, Version1FileGivesTheSameWeights) {
   SKIP_WITHOUT_MODEL();
-  const auto file = read_file(stories);
+  const auto file = read_aligned_file(stories);
   const auto v0 = llama2c_checkpoint::parse(file.span());
   ASSERT_TRUE(v0.ok());
   for (const bool separate : {false, true}) {
@@ -138,7 +138,7 @@ TEST(Llama2c, Version1FileGivesTheSameWeights) {
 
 TEST(Llama2c, SignRuleMarksASeparateClassifier) {
   SKIP_WITHOUT_MODEL();
-  auto file = read_file(stories);
+  auto file = read_aligned_file(stories);
   // The same file with vocab_size negated needs 512 x 64 more floats at the end.
   put_i32(file, 20, -512);
   const auto short_by_classifier = llama2c_checkpoint::parse(file.span());
@@ -156,7 +156,7 @@ TEST(Llama2c, SignRuleMarksASeparateClassifier) {
 
 TEST(Llama2c, EveryTruncationIsAnErrorThatSaysSo) {
   SKIP_WITHOUT_MODEL();
-  const auto file = read_file(stories);
+  const auto file = read_aligned_file(stories);
   for (std::size_t n = 0; n < file.size; n += n < 64 ? 1 : 4093) {
     const auto c = llama2c_checkpoint::parse(file.span().first(n));
     ASSERT_FALSE(c.ok()) << n;
@@ -193,7 +193,7 @@ TEST(Llama2c, HostileHeadersAreErrorsWithTheField) {
       {24, 0x7fffffff, "context length 2147483647 above"},  // seq_len 2^31 - 1: 64 GiB of freq_cis tables
   };
   for (const auto& h : cases) {
-    auto file = read_file(stories);
+    auto file = read_aligned_file(stories);
     put_i32(file, h.offset, h.value);
     const auto c = llama2c_checkpoint::parse(file.span());
     ASSERT_FALSE(c.ok()) << h.says;

@@ -1,10 +1,14 @@
 // tests/model/synthetic_gguf.hpp: synthetic GGUF models (model/synthetic_llama.hpp) with a
-// byte-level SentencePiece vocabulary, written in memory and parsed, for the model tests.
+// byte-level SentencePiece vocabulary, written in memory and parsed, for the model tests;
+// and the check of their errors' codes and messages.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -68,6 +72,12 @@ inline result<synthetic_model> load_synthetic(const synthetic_llama& spec) {
   auto weights = model::gguf_weights(*file);
   if (!weights) return weights.error();
   return synthetic_model{std::move(*bytes), *file, std::move(*weights)};
+}
+
+/// Expects error `e` to have `code` and a message that contains `text`.
+inline void expect_error(const error& e, errc code, std::string_view text) {
+  EXPECT_EQ(e.code(), code) << e.message();
+  EXPECT_NE(e.message().find(text), std::string_view::npos) << "'" << e.message() << "' does not say '" << text << "'";
 }
 
 }  // namespace hedge::test

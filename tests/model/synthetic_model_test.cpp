@@ -32,6 +32,7 @@ using namespace hedge::model;
 using hedge::errc;
 using hedge::result;
 using hedge::quant::gguf_type;
+using hedge::test::expect_error;
 using hedge::test::load_synthetic;
 using hedge::test::write_synthetic_gguf;
 
@@ -258,10 +259,6 @@ INSTANTIATE_TEST_SUITE_P(Synthetic, SyntheticForward, ::testing::ValuesIn(forwar
 
 // ---- Bad input: each a result error with a message that says what is wrong. ----
 
-void expect_error(const hedge::error& e, errc code, std::string_view text) {
-  EXPECT_EQ(e.code(), code) << e.message();
-  EXPECT_NE(e.message().find(text), std::string_view::npos) << "'" << e.message() << "' does not say '" << text << "'";
-}
 
 synthetic_llama small_spec() {
   return {.dim = 64, .hidden_dim = 64, .layers = 1, .heads = 8, .kv_heads = 4, .context = 8, .vocab = 16};

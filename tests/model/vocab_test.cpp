@@ -130,7 +130,7 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
-ids encode(const tokenizer& t, const std::string& text, encode_options options) {
+ids encode_ids(const tokenizer& t, const std::string& text, encode_options options) {
   auto r = t.encode(text, options);
   EXPECT_TRUE(r.ok()) << r.error().c_str();
   return r.ok() ? *r : ids{};
@@ -152,7 +152,7 @@ void expect_llama_cpp_cases(const std::string& name) {
     at = end + separator.size();
     std::string line;
     ASSERT_TRUE(std::getline(out, line));
-    EXPECT_EQ(encode(t, text, {.add_special = false}), parse_ids(line)) << name << " case " << cases << ": [" << text << "]";
+    EXPECT_EQ(encode_ids(t, text, {.add_special = false}), parse_ids(line)) << name << " case " << cases << ": [" << text << "]";
     ++cases;
   }
   EXPECT_GE(cases, 40u);
@@ -184,8 +184,8 @@ void expect_references(const std::string& name) {
     ASSERT_EQ(ref_line.substr(0, tab1), text_name);
     const ids plain = parse_ids(ref_line.substr(tab1 + 1, tab2 - tab1 - 1));
     const ids special = parse_ids(ref_line.substr(tab2 + 1));
-    EXPECT_EQ(encode(t, text, {.add_special = false}), plain) << name << " " << text_name;
-    EXPECT_EQ(encode(t, text, {.add_special = false, .parse_special = true}), special) << name << " " << text_name << " (parse_special)";
+    EXPECT_EQ(encode_ids(t, text, {.add_special = false}), plain) << name << " " << text_name;
+    EXPECT_EQ(encode_ids(t, text, {.add_special = false, .parse_special = true}), special) << name << " " << text_name << " (parse_special)";
     // Byte-level BPE loses nothing of valid UTF-8 (every byte is spelled): the pieces give
     // the text back (decode's whole-text clean-up aside, checked below).
     if (bpe && valid_utf8(text)) {
@@ -255,7 +255,7 @@ TEST(VocabFlags, Llama3AddsBosAndEndsOnItsMarkers) {
   EXPECT_EQ(v.settings().pre, hedge::model::pre_tokenizer::llama3);
   EXPECT_TRUE(v.settings().add_bos);
   EXPECT_EQ(v.settings().bos, 128000);
-  EXPECT_EQ(encode(t, "Hello world", {}), (ids{128000, 9906, 1917}));
+  EXPECT_EQ(encode_ids(t, "Hello world", {}), (ids{128000, 9906, 1917}));
   // (Llama 3.0's vocabulary: <|eom_id|> came with 3.1.)
   for (const char* marker : {"<|end_of_text|>", "<|eot_id|>"}) {
     const token_id id = v.find(marker);
@@ -280,12 +280,12 @@ TEST(VocabFlags, QwenAddsNoBosAndEndsOnImEnd) {
   const auto& v = t.vocab();
   EXPECT_EQ(v.settings().pre, hedge::model::pre_tokenizer::qwen2);
   EXPECT_FALSE(v.settings().add_bos);
-  EXPECT_EQ(encode(t, "Hello", {}), encode(t, "Hello", {.add_special = false}));
+  EXPECT_EQ(encode_ids(t, "Hello", {}), encode_ids(t, "Hello", {.add_special = false}));
   EXPECT_TRUE(v.is_end_of_generation(v.find("<|im_end|>")));
   EXPECT_TRUE(v.is_end_of_generation(v.find("<|endoftext|>")));
   EXPECT_FALSE(v.is_end_of_generation(v.find("<|im_start|>")));
   // parse_special: the markup's markers are one id each.
-  const ids special = encode(t, "<|im_start|>user", {.add_special = false, .parse_special = true});
+  const ids special = encode_ids(t, "<|im_start|>user", {.add_special = false, .parse_special = true});
   ASSERT_FALSE(special.empty());
   EXPECT_EQ(special.front(), v.find("<|im_start|>"));
 }
@@ -329,7 +329,7 @@ TEST(VocabEncode, BpeTouchesNoHeapWithAWorkspace) {
     EXPECT_EQ(scope.count(), 0u);
   }
   out.resize(n);
-  EXPECT_EQ(out, encode(t, text, {.add_special = true, .parse_special = true}));
+  EXPECT_EQ(out, encode_ids(t, text, {.add_special = true, .parse_special = true}));
   // Too small an output is an error, not an overrun.
   std::vector<token_id> small(3);
   EXPECT_FALSE(t.encode(text, small, workspace).ok());

@@ -58,8 +58,8 @@ const std::map<std::string, std::vector<reference_case>>& reference() {
 
 template <class F>
 class GgmlReference : public ::testing::Test {};
-using Formats = ::testing::Types<q::q8_0, q::q4_0, q::q5_0, q::q5_1, q::q4_k, q::q5_k, q::q6_k, q::q8_k>;
-TYPED_TEST_SUITE(GgmlReference, Formats);
+using GgmlFormats = ::testing::Types<q::q8_0, q::q4_0, q::q5_0, q::q5_1, q::q4_k, q::q5_k, q::q6_k, q::q8_k>;
+TYPED_TEST_SUITE(GgmlReference, GgmlFormats);
 
 TYPED_TEST(GgmlReference, BytesAndDequantizedValuesEqualGgmls) {
   using F = TypeParam;
