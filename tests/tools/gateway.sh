@@ -272,6 +272,18 @@ for i in $(seq 50); do
 done
 check "flapping: 50 streams, none lost or malformed" [ $lost -eq 0 ]
 
+# Fields the gateway does not read go on to the cloud as they are (redacted as the messages are).
+scenario unread ""
+curl -s -m 30 -o "$work/unread.json" -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":8,"presence_penalty":0.5,"user":"u-42","metadata":{"k":[1,2,{"z":null}]},"note":"card 4111 1111 1111 1111","hedge":{"mode":"cloud"}}' \
+  "$gw/v1/chat/completions"
+check "unread fields: answered by the cloud" [ "$(jq -r '.hedge.spans[0].tier' "$work/unread.json")" = cloud0 ]
+check "unread fields: presence_penalty reached the cloud" grep -q '"presence_penalty":0.5' "$work/unread.record"
+check "unread fields: user and metadata reached the cloud intact" \
+  bash -c "grep -q '\"user\":\"u-42\"' '$work/unread.record' && grep -q '\"metadata\":{\"k\":\[1,2,{\"z\":null}\]}' '$work/unread.record'"
+check "unread fields: the card number in one was redacted" bash -c "! grep -q '4111 1111' '$work/unread.record'"
+check "unread fields: the hedge object stays with the gateway" bash -c "! grep -q '\"hedge\"' '$work/unread.record'"
+
 # Speculative mode (issue 27): the gateway's model drafts, the cloud scores; greedy, the text
 # is the cloud's own answer, and the hedge object reports the rounds. A 500 at a round is retried.
 scenario speculate ""

@@ -52,13 +52,13 @@ class value {
   [[nodiscard]] std::size_t size() const noexcept { return items_.size(); }
   [[nodiscard]] const value& operator[](std::size_t i) const noexcept { return items_[i]; }
 
-  /// The member `key` of an object (the first of that name), or null when absent.
   /// A string's literal in the parsed text: the offset of its opening quote (literal_end finds
   /// its end in the unparsed text), for editing one string and leaving every other byte as it was.
   [[nodiscard]] std::size_t literal_offset() const noexcept { return literal_; }
   /// The members of an object, in the order of the text.
   [[nodiscard]] const std::vector<std::pair<std::string, value>>& members() const noexcept { return members_; }
 
+  /// The member `key` of an object (the first of that name), or null when absent.
   [[nodiscard]] const value* find(std::string_view key) const noexcept {
     for (const auto& [k, v] : members_)
       if (k == key) return &v;
@@ -77,6 +77,34 @@ class value {
   std::vector<value> items_;
   std::vector<std::pair<std::string, value>> members_;
 };
+
+/// Writes `v` with a rapidjson Writer (integers exactly, other numbers as doubles).
+template <class Writer>
+void write(Writer& w, const value& v) {
+  switch (v.type()) {
+    case value::kind::null: w.Null(); break;
+    case value::kind::boolean: w.Bool(v.as_bool()); break;
+    case value::kind::number:
+      if (v.is_int64()) w.Int64(v.as_int64());
+      else if (v.is_uint64()) w.Uint64(v.as_uint64());
+      else w.Double(v.as_double());
+      break;
+    case value::kind::string: w.String(v.as_string().data(), static_cast<rapidjson::SizeType>(v.as_string().size())); break;
+    case value::kind::array:
+      w.StartArray();
+      for (const auto& item : v.items()) write(w, item);
+      w.EndArray();
+      break;
+    case value::kind::object:
+      w.StartObject();
+      for (const auto& [k, m] : v.members()) {
+        w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+        write(w, m);
+      }
+      w.EndObject();
+      break;
+  }
+}
 
 /// rapidjson's SAX handler that builds the tree.
 class tree_builder {

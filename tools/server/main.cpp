@@ -685,6 +685,7 @@ class server_app {
     engine::engine_request q;
     q.messages = messages;
     q.prompt = r.prompt;
+    q.extra = r.unread;
     q.classes = static_cast<route::data_class>(r.hedge.data_classes);
     q.ttft_slo_ms = r.hedge.ttft_slo_ms;
     q.max_cost = r.hedge.max_cost;

@@ -16,13 +16,18 @@
 // checked as UTF-8.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "hedge/model/chat_template.hpp"
 #include "hedge/model/sampler.hpp"
@@ -72,6 +77,9 @@ struct parsed_request {
   /// function_call, audio, modalities, a non-text content part): empty when the edge can.
   std::string cloud_only;
   bool cloud_only_part = false;  ///< cloud_only is a content part (without --cloud: an error)
+  /// The body's members this server does not read, as one JSON object ("" when none): a
+  /// gateway sends them on to its clouds, never dropping a field it does not understand.
+  std::string unread;
   /// The gateway's per-request controls: the body's optional `hedge` object (docs/cloud.md).
   struct hedge_controls {
     std::uint32_t data_classes = 0;  ///< route::data_class bits
@@ -137,6 +145,25 @@ inline std::optional<api_error> read_content(const json::value& v, const std::st
     out += text_of(*text);
   }
   return std::nullopt;
+}
+
+/// The members of `body` this parser does not read, written as one JSON object to `out`.
+inline void collect_unread(const json::value& body, std::string& out) {
+  static constexpr std::string_view read[] = {
+      "model", "messages", "prompt", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "n", "stop",
+      "stream", "stream_options", "logprobs", "top_logprobs", "echo", "return_tokens_as_token_ids", "ignore_eos", "hedge"};
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  bool any = false;
+  w.StartObject();
+  for (const auto& [key, v] : body.members()) {
+    if (std::find(std::begin(read), std::end(read), key) != std::end(read)) continue;
+    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+    json::write(w, v);
+    any = true;
+  }
+  w.EndObject();
+  if (any) out.assign(b.GetString(), b.GetSize());
 }
 
 }  // namespace detail
@@ -338,6 +365,7 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
   // max_tokens 0 only scores the prompt (vLLM allows it with echo).
   if (r.max_tokens && (*r.max_tokens < 1 && !(*r.max_tokens == 0 && r.echo)))
     return bad("max_tokens", "'max_tokens' must be at least 1" + std::string(chat ? "" : " (0 with echo)"));
+  detail::collect_unread(d, r.unread);
   return std::nullopt;
 }
 

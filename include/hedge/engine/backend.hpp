@@ -77,6 +77,7 @@ struct cloud_call {
   std::span<const cloud::chat_message> messages;  ///< redacted; or, when empty, `prompt`
   std::string_view prompt;
   std::string_view continuation;  ///< redacted delivered text to continue, or empty
+  std::string_view extra;         ///< redacted JSON object whose members the request carries too
   sampling_options sampling{};
   std::uint32_t max_tokens = 256;
   cloud::transport_limits limits{};  ///< cut to the request's deadline and TTFT objective

@@ -68,6 +68,23 @@ class cloud_tier {
 
   void cancel() noexcept { cancel_ = true; }
 
+  /// One JSON object with the members of both (the tier's first); either may be empty or {}.
+  std::string_view joined_extra(std::string_view a, std::string_view b) {
+    const auto members = [](std::string_view o) {
+      const auto open = o.find('{'), close = o.rfind('}');
+      if (open == std::string_view::npos || close == std::string_view::npos || close <= open) return std::string_view{};
+      o = o.substr(open + 1, close - open - 1);
+      while (!o.empty() && (o.front() == ' ' || o.front() == '\n' || o.front() == '\t' || o.front() == '\r')) o.remove_prefix(1);
+      return o;
+    };
+    extra_.assign("{");
+    extra_.append(members(a));
+    if (!members(a).empty() && !members(b).empty()) extra_.push_back(',');
+    extra_.append(members(b));
+    extra_.push_back('}');
+    return extra_;
+  }
+
   [[nodiscard]] bool overlap_mismatch() const noexcept { return mismatch_; }
 
   /// Speculative scoring at this endpoint (the scorer must outlive the tier).
@@ -94,6 +111,7 @@ class cloud_tier {
     o.stop = call_.sampling.stop;
     o.include_usage = true;
     o.extra = options_.extra;
+    if (!call_.extra.empty()) o.extra = joined_extra(options_.extra, call_.extra);
     mismatch_ = false;
     std::size_t skip = 0;
     std::string_view expected;
@@ -159,6 +177,7 @@ class cloud_tier {
   std::atomic<bool> cancel_{false};
   std::string prompt_;
   std::string finish_reason_;
+  std::string extra_;
   std::vector<cloud::chat_message> messages_;
 };
 

@@ -133,6 +133,7 @@ class hybrid_engine {
     held_text_.reserve(bytes);
     race_text_.reserve(bytes);
     summary_.reserve(bytes / 4);
+    cloud_extra_.reserve(4096);
     held_.reserve(4096);
     cloud_messages_.reserve(256);
     summary_messages_.reserve(256);
@@ -626,6 +627,7 @@ class hybrid_engine {
     call.messages = cloud_messages_;
     call.prompt = cloud_messages_.empty() ? std::string_view(cloud_text_) : std::string_view{};
     call.continuation = continuation_;
+    call.extra = cloud_extra_;
     call.sampling = st.request->sampling;
     const std::size_t used = out.tokens;
     call.max_tokens = st.request->sampling.max_tokens > used ? static_cast<std::uint32_t>(st.request->sampling.max_tokens - used) : 1u;
@@ -720,6 +722,8 @@ class hybrid_engine {
     st.cloud_messages_ready = true;
     const engine_request& r = *st.request;
     engine_outcome& out = *st.outcome;
+    cloud_extra_.clear();
+    if (!r.extra.empty()) out.redactions += redact(r.extra, options_.privacy, vault_, cloud_extra_);
     cloud_text_.clear();
     if (r.messages.empty()) {
       redact(r.prompt, options_.privacy, vault_, cloud_text_);
@@ -1167,7 +1171,7 @@ class hybrid_engine {
   route::route_context context_{};
 
   // Reused per request (reserved at construction).
-  std::string delivered_, routed_text_, cloud_text_, continuation_, held_text_, race_text_, summary_;
+  std::string delivered_, routed_text_, cloud_text_, continuation_, held_text_, race_text_, summary_, cloud_extra_;
   std::uint32_t race_tokens_ = 0;
   std::vector<held_token> held_;
   std::vector<cloud::chat_message> cloud_messages_, summary_messages_;

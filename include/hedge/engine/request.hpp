@@ -79,6 +79,9 @@ struct engine_request {
   /// The conversation; when empty, `prompt` is the whole input (completion style).
   std::span<const cloud::chat_message> messages;
   std::string_view prompt;
+  /// A JSON object whose members go with every cloud call as they are (fields a gateway does
+  /// not read, never dropped), redacted as the messages are; empty: none.
+  std::string_view extra;
   route::data_class classes = route::data_class::none;
   double ttft_slo_ms = 0.0;  ///< 0: no time-to-first-token objective
   double max_cost = 0.0;     ///< 0: no cap; every attempt at every tier counts against it
