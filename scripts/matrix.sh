@@ -116,7 +116,7 @@ declare -A ci_covered=(
   ["arm-none-eabi-g++ cortex-m7"]="./scripts/test.sh release (firmware.cortex_m7)"
   ["aarch64-g++ aarch64 armv8.2-a+dotprod"]="./scripts/test.sh release (cross.aarch64_neon: the quant, kernel, KV and attention tests at -O2)"
 )
-if g++ -march=native -dM -E -x c++ /dev/null 2>/dev/null | grep -q __AVX512VNNI__; then
+if g++ -march=native -dM -E -x c++ /dev/null 2>/dev/null | grep __AVX512VNNI__ > /dev/null; then  # no -q: pipefail and SIGPIPE
   ci_covered["g++ znver4"]="./scripts/test.sh release (this CPU's native: avx512vnni)"
 fi
 newest_label=""
