@@ -12,6 +12,7 @@
 // megabytes.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -22,6 +23,8 @@
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
+
+#include "hedge/cloud/json_writer.hpp"
 
 namespace hedge::server::json {
 
@@ -78,30 +81,35 @@ class value {
   std::vector<std::pair<std::string, value>> members_;
 };
 
-/// Writes `v` with a rapidjson Writer (integers exactly, other numbers as doubles).
-template <class Writer>
-void write(Writer& w, const value& v) {
+/// Writes `v` with hedge's JSON writer (cloud/json_writer.hpp; not rapidjson's Writer, whose
+/// 1.1.0 stack does arithmetic on a null pointer, which clang's UBSan reports).
+inline void write(cloud::json_writer& w, const value& v) {
   switch (v.type()) {
-    case value::kind::null: w.Null(); break;
-    case value::kind::boolean: w.Bool(v.as_bool()); break;
-    case value::kind::number:
-      if (v.is_int64()) w.Int64(v.as_int64());
-      else if (v.is_uint64()) w.Uint64(v.as_uint64());
-      else w.Double(v.as_double());
+    case value::kind::null: w.null(); break;
+    case value::kind::boolean: w.boolean(v.as_bool()); break;
+    case value::kind::number: {
+      // The shortest text that reads back as the same number (the writer's number() keeps
+      // six decimals: a field's 1e-9 must not become 0).
+      char digits[32];
+      const auto end = v.is_int64()    ? std::to_chars(digits, digits + sizeof digits, v.as_int64()).ptr
+                       : v.is_uint64() ? std::to_chars(digits, digits + sizeof digits, v.as_uint64()).ptr
+                                       : std::to_chars(digits, digits + sizeof digits, v.as_double()).ptr;
+      w.raw_value({digits, static_cast<std::size_t>(end - digits)});
       break;
-    case value::kind::string: w.String(v.as_string().data(), static_cast<rapidjson::SizeType>(v.as_string().size())); break;
+    }
+    case value::kind::string: w.string(v.as_string()); break;
     case value::kind::array:
-      w.StartArray();
+      w.begin_array();
       for (const auto& item : v.items()) write(w, item);
-      w.EndArray();
+      w.end_array();
       break;
     case value::kind::object:
-      w.StartObject();
+      w.begin_object();
       for (const auto& [k, m] : v.members()) {
-        w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+        w.key(k);
         write(w, m);
       }
-      w.EndObject();
+      w.end_object();
       break;
   }
 }

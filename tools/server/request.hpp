@@ -26,9 +26,6 @@
 #include <utility>
 #include <vector>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include "hedge/model/chat_template.hpp"
 #include "hedge/model/sampler.hpp"
 #include "json.hpp"
@@ -147,23 +144,28 @@ inline std::optional<api_error> read_content(const json::value& v, const std::st
   return std::nullopt;
 }
 
-/// The members of `body` this parser does not read, written as one JSON object to `out`.
-inline void collect_unread(const json::value& body, std::string& out) {
+/// The members of `body` (of `body_bytes` as text) this parser does not read, written as one
+/// JSON object to `out`; "" when there are none.
+inline void collect_unread(const json::value& body, std::size_t body_bytes, std::string& out) {
   static constexpr std::string_view read[] = {
       "model", "messages", "prompt", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "n", "stop",
       "stream", "stream_options", "logprobs", "top_logprobs", "echo", "return_tokens_as_token_ids", "ignore_eos", "hedge"};
-  rapidjson::StringBuffer b;
-  rapidjson::Writer<rapidjson::StringBuffer> w(b);
-  bool any = false;
-  w.StartObject();
-  for (const auto& [key, v] : body.members()) {
-    if (std::find(std::begin(read), std::end(read), key) != std::end(read)) continue;
-    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-    json::write(w, v);
-    any = true;
+  const auto unread = [&](const std::string& key) { return std::find(std::begin(read), std::end(read), key) == std::end(read); };
+  if (std::none_of(body.members().begin(), body.members().end(), [&](const auto& m) { return unread(m.first); })) return;
+  // Written again, a value takes at most 6 bytes per byte it had (a control character as
+  // \u00XX): twice the body first, six times when that was not enough.
+  for (const std::size_t factor : {2u, 6u}) {
+    std::vector<char> buffer(body_bytes * factor + 64);
+    cloud::json_writer w(buffer);
+    w.begin_object();
+    for (const auto& [key, v] : body.members()) {
+      if (!unread(key)) continue;
+      w.key(key);
+      json::write(w, v);
+    }
+    w.end_object();
+    if (auto text = w.finish()) return out.assign(text->data(), text->size()), void();
   }
-  w.EndObject();
-  if (any) out.assign(b.GetString(), b.GetSize());
 }
 
 }  // namespace detail
@@ -175,6 +177,7 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
   using detail::wrong_type;
   r.chat = chat;
   json::value d;
+  const std::size_t body_size = body.size();
   if (auto failure = json::parse(std::move(body), d)) return bad({}, failure->message);
   if (!d.is_object()) return bad({}, std::string("the body must be a JSON object, not ") + detail::type_name(d));
   const auto field = [&](const char* name) -> const json::value* {
@@ -365,7 +368,7 @@ inline std::optional<api_error> parse_request(std::string body, bool chat, parse
   // max_tokens 0 only scores the prompt (vLLM allows it with echo).
   if (r.max_tokens && (*r.max_tokens < 1 && !(*r.max_tokens == 0 && r.echo)))
     return bad("max_tokens", "'max_tokens' must be at least 1" + std::string(chat ? "" : " (0 with echo)"));
-  detail::collect_unread(d, r.unread);
+  detail::collect_unread(d, body_size, r.unread);
   return std::nullopt;
 }
 
