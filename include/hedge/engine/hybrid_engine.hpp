@@ -595,24 +595,33 @@ class hybrid_engine {
         if (result.finish_reason == "length") out.finish_reason = "length";
         return ok();
       }
-      const errc code = result.status.error().code();
-      if (is_transient(code))
-        if (auto t = breakers_[i].record_failure(); t != breaker_transition::none) emit_breaker(st, i, t);
-      if (!is_transient(code)) breakers_[i].release_probe();
-      std::optional<std::chrono::milliseconds> remaining;
-      const auto left = st.deadline - clock_.now();
-      remaining = std::chrono::duration_cast<std::chrono::milliseconds>(left);
-      if (out.tokens == 0 && st.ttft_deadline && clock_.now() >= *st.ttft_deadline) remaining = std::chrono::milliseconds(0);
-      const auto delay = retry_.next_delay(attempt, code, result.retry_after, remaining, jitter_);
-      if (!delay || breakers_[i].state() == route::circuit::open) return result.status;
-      engine_event e = event_at(st, event_kind::retry, tier_id::cloud_at(i));
-      e.failure = code;
-      e.attempt = attempt + 1;
-      e.delay = *delay;
-      ++out.retries;
-      emit(st, e);
-      clock_.sleep_for(std::chrono::duration_cast<typename C::duration>(*delay));
+      if (!wait_to_retry(st, i, attempt, result.status.error().code(), result.retry_after)) return result.status;
     }
+  }
+
+  /// After a failed attempt at cloud i: the breaker learns of it, and, when the retry policy,
+  /// the deadline (and, before a first token, the TTFT objective) and the breaker allow
+  /// another attempt, the retry event is emitted and its back-off waited. False: give up.
+  bool wait_to_retry(run_state& st, std::size_t i, std::uint32_t attempt, errc code,
+                     std::optional<std::chrono::seconds> retry_after) {
+    engine_outcome& out = *st.outcome;
+    if (is_transient(code)) {
+      if (auto t = breakers_[i].record_failure(); t != breaker_transition::none) emit_breaker(st, i, t);
+    } else {
+      breakers_[i].release_probe();
+    }
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(st.deadline - clock_.now());
+    if (out.tokens == 0 && st.ttft_deadline && clock_.now() >= *st.ttft_deadline) remaining = std::chrono::milliseconds(0);
+    const auto delay = retry_.next_delay(attempt, code, retry_after, remaining, jitter_);
+    if (!delay || breakers_[i].state() == route::circuit::open) return false;
+    engine_event e = event_at(st, event_kind::retry, tier_id::cloud_at(i));
+    e.failure = code;
+    e.attempt = attempt + 1;
+    e.delay = *delay;
+    ++out.retries;
+    emit(st, e);
+    clock_.sleep_for(std::chrono::duration_cast<typename C::duration>(*delay));
+    return true;
   }
 
   /// One call at cloud i, polled to its end; its text is restored and delivered as it comes.
@@ -1035,21 +1044,8 @@ class hybrid_engine {
         if (summary->end == speculative_end::length) out.finish_reason = "length";
         return ok();
       }
-      const errc code = summary.error().code();
-      if (code == errc::unsupported) return summary.error();
-      if (is_transient(code))
-        if (auto tr = breakers_[i].record_failure(); tr != breaker_transition::none) emit_breaker(st, i, tr);
-      if (!is_transient(code)) breakers_[i].release_probe();
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(st.deadline - clock_.now());
-      const auto delay = retry_.next_delay(attempt, code, std::nullopt, left, jitter_);
-      if (!delay || breakers_[i].state() == route::circuit::open) return summary.error();
-      engine_event e = event_at(st, event_kind::retry, tier_id::cloud_at(i));
-      e.failure = code;
-      e.attempt = attempt + 1;
-      e.delay = *delay;
-      ++out.retries;
-      emit(st, e);
-      clock_.sleep_for(std::chrono::duration_cast<typename C::duration>(*delay));
+      if (summary.error().code() == errc::unsupported) return summary.error();
+      if (!wait_to_retry(st, i, attempt, summary.error().code(), std::nullopt)) return summary.error();
     }
   }
 
