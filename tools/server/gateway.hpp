@@ -79,13 +79,8 @@ class scheduler_edge {
     return std::span<const std::int32_t>(prompt_);
   }
   [[nodiscard]] std::span<const std::int32_t> stop_ids() const { return scheduler_->renderer().stop_tokens(); }
-  /// The prompt goes through the decoder first, as in model::generator (edge_tier.hpp).
-  void begin_text(std::span<const std::int32_t> prompt) {
-    text_.emplace(scheduler_->tokenizer());
-    const model::token_id bos = scheduler_->tokenizer().vocab().settings().bos;
-    for (const model::token_id t : prompt)
-      if (t != bos) (void)text_->push(t, [](std::string_view) {});
-  }
+  /// The text follows the prompt's (model::stream_decoder::follow), as model::generator's does.
+  void begin_text(std::span<const std::int32_t> prompt) { (void)text_.emplace(scheduler_->tokenizer()).follow(prompt); }
   result<void> text_of(std::int32_t id, function_ref<void(std::string_view)> sink) {
     if (!text_) begin_text({});
     return text_->push(id, [&](std::string_view piece) { sink(piece); });

@@ -89,14 +89,8 @@ class edge_tier {
   result<void> truncate(std::size_t n) { return model_->rollback(session_, n); }
   [[nodiscard]] std::span<const model::token_id> stop_ids() const noexcept { return stop_tokens_; }
   /// Emitted ids to text: whole characters only (model::stream_decoder).
-  /// The prompt goes through the decoder first (its text is the caller's), as in
-  /// model::generator: only a piece right after BOS loses its leading space.
-  void begin_text(std::span<const std::int32_t> prompt) {
-    text_.emplace(*tokenizer_);
-    const model::token_id bos = tokenizer_->vocab().settings().bos;
-    for (const model::token_id t : prompt)
-      if (t != bos) (void)text_->push(t, [](std::string_view) {});
-  }
+  /// The text follows the prompt's (model::stream_decoder::follow), as model::generator's does.
+  void begin_text(std::span<const std::int32_t> prompt) { (void)text_.emplace(*tokenizer_).follow(prompt); }
   result<void> text_of(std::int32_t id, function_ref<void(std::string_view)> sink) {
     if (!text_) begin_text({});
     return text_->push(id, [&](std::string_view piece) { sink(piece); });

@@ -105,14 +105,8 @@ class generator {
     history_.assign(prompt.begin(), prompt.end());
     pending_.clear();
     stream_decoder text(*tokenizer_);
-    // The decoder sees the prompt first (its text is the caller's), so only a piece right
-    // after BOS loses its leading space, as llama2.c prints it.
+    if (auto followed = text.follow(prompt); !followed) return followed.error();
     const token_id bos = tokenizer_->vocab().settings().bos;
-    for (const token_id t : prompt)
-      if (t != bos) {
-        auto pushed = text.push(t, [](std::string_view) {});
-        if (!pushed) return pushed.error();
-      }
     const auto clock_start = std::chrono::steady_clock::now();
     auto logits = model_->prefill(session, prompt, executor);
     if (!logits) return logits.error();

@@ -751,6 +751,17 @@ class stream_decoder {
     return {};
   }
 
+  /// Reads a prompt's ids without output (their text is the caller's), so the text that
+  /// follows reads on from it: only a piece right after BOS loses its leading space, as
+  /// llama2.c prints it.
+  result<void> follow(std::span<const token_id> prompt) {
+    const token_id bos = tokenizer_->vocab().settings().bos;
+    for (const token_id t : prompt)
+      if (t != bos)
+        if (auto pushed = push(t, [](std::string_view) {}); !pushed) return pushed;
+    return {};
+  }
+
   /// Flushes held bytes (an incomplete character at the end) as they are.
   template <class Sink>
   void finish(Sink&& sink) {
