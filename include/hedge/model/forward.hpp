@@ -23,6 +23,13 @@
 // the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
 // bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
 // summation order (tests bound it).
+// `decode_batch` is a decode step of several sessions in one pass over the weights
+// (continuous batching, as llama.cpp's server runs its slots): the same rows pass as a
+// prefill chunk, but row i is session i's next token, its attention is decode's over that
+// session's cache, and the classifier runs on every row. Its rows' logits equal decode()'s
+// of each session alone wherever the format's GEMM row equals its GEMV bit for bit (every
+// format but those AVX-512 VNNI packs on the fly from the file's layout: Q8_0 unrepacked,
+// Q5_0, Q5_1, whose rows differ by a few ulps; kernels/gemm.hpp).
 // RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
 // "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
 // the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
@@ -112,6 +119,7 @@ struct llama_options {
   std::size_t context = 0;       ///< positions a session holds; 0 = the model's trained context
   std::size_t max_threads = 1;   ///< the most threads a call's executor uses (sizes the attention workspace)
   std::size_t max_prefill = 64;  ///< prompt rows run through the layers together; longer prompts go in chunks
+  std::size_t max_batch = 1;     ///< sessions a decode_batch step runs together
   llama_repack repack = llama_repack::decode;
   llama_fusion fuse = llama_fusion::repacked;
   /// A decode step's matrix-vector product over fewer weight bytes than this, or its
@@ -137,23 +145,26 @@ struct llama_buffers {
   vector_view<float> cos, sin;   ///< [rope_dim] the global layers' RoPE table at the position
   vector_view<float> cos_local, sin_local;  ///< [rope_dim] the local layers' (empty: no local layers)
   vector_view<float> attention;  ///< decode or prefill attention workspace, the larger
-  // One prefill chunk: a row per token, max_prefill rows.
+  // One pass of rows, a row per token: a prefill chunk (max_prefill rows) or a batched
+  // decode step (max_batch rows), the more.
   matrix_view<float> rows_x, rows_xn, rows_qkv, rows_att, rows_o, rows_gate_up;  ///< as above, per row
   matrix_view<float> rows_q;     ///< [q_dim] Q after RoPE, gathered for attention
   matrix_view<float> rows_cos, rows_sin, rows_cos_local, rows_sin_local;  ///< [rope_dim]
+  matrix_view<float> rows_logits;  ///< [vocab] per session of a batched decode step (max_batch rows; none for 1)
 
   std::size_t floats = 0;                ///< all of the above
   std::size_t gemv_workspace_bytes = 0;  ///< one activation row
-  std::size_t gemm_workspace_bytes = 0;  ///< max_prefill activation rows
+  std::size_t gemm_workspace_bytes = 0;  ///< a pass's activation rows
 
-  /// The buffers of config `c` for up to `max_threads` threads and prefill chunks of
-  /// `max_prefill` rows, from `base` (null: only the sizes).
+  /// The buffers of config `c` for the options' threads, prefill chunks and batches, from
+  /// `base` (null: only the sizes).
   template <class Formats>
-  static llama_buffers lay_out(const llama_config& c, std::size_t max_threads, std::size_t max_prefill,
-                               float* base) noexcept {
+  static llama_buffers lay_out(const llama_config& c, const llama_options& options, float* base) noexcept {
     const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
     const std::size_t rope = c.rope_dim, local_rope = c.has_local_layers() ? rope : 0;
-    const std::size_t threads = std::max<std::size_t>(1, max_threads), rows = std::max<std::size_t>(1, max_prefill);
+    const std::size_t threads = std::max<std::size_t>(1, options.max_threads);
+    const std::size_t rows = std::max<std::size_t>({1, options.max_prefill, options.max_batch});
+    const std::size_t batch = options.max_batch > 1 ? options.max_batch : 0;
     llama_buffers b;
     const auto next = [&](std::size_t n) {
       float* p = base == nullptr ? nullptr : base + b.floats;
@@ -173,6 +184,7 @@ struct llama_buffers {
     b.rows_o = matrix(dim), b.rows_gate_up = matrix(2 * hidden), b.rows_q = matrix(q_dim);
     b.rows_cos = matrix(rope), b.rows_sin = matrix(rope);
     b.rows_cos_local = matrix(local_rope), b.rows_sin_local = matrix(local_rope);
+    b.rows_logits = matrix_view<float>(next(batch * c.vocab_size), batch, c.vocab_size);
     const std::size_t widest = std::max({dim, hidden, q_dim});
     b.gemv_workspace_bytes = matvec_workspace_bytes<Formats>(widest);
     b.gemm_workspace_bytes = matmul_workspace_bytes<Formats>(rows, widest);
@@ -354,6 +366,10 @@ class llama {
       return error{errc::unsupported} << "head dimension " << c.head_dim() << " above the attention kernels' "
                                       << attention::attention_max_head_dim;
     if (options.max_prefill == 0) return error{errc::invalid_argument} << "max_prefill of 0 rows";
+    if (options.max_batch == 0) return error{errc::invalid_argument} << "max_batch of 0 sessions";
+    if (options.max_batch > options.max_sessions)
+      return error{errc::invalid_argument} << "max_batch of " << options.max_batch << " above max_sessions of "
+                                           << options.max_sessions;
     llama m;
     m.weights_ = &weights;
     m.options_ = options;
@@ -365,11 +381,12 @@ class llama {
                           ? weights.rope_factors_long
                           : weights.rope_factors;
     HEDGE_TRY(m.make_caches());
-    const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options.max_threads, options.max_prefill, nullptr);
+    const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options, nullptr);
     auto scratch = heap_storage<float>::make(sizes.floats);
     if (!scratch) return scratch.error();
     m.scratch_ = std::move(*scratch);
-    m.buffers_ = llama_buffers::lay_out<Formats>(c, options.max_threads, options.max_prefill, m.scratch_.data());
+    m.buffers_ = llama_buffers::lay_out<Formats>(c, options, m.scratch_.data());
+    m.batch_positions_.resize(options.max_batch);
     const std::size_t workspace_bytes = std::max(sizes.gemv_workspace_bytes, sizes.gemm_workspace_bytes);
     auto workspace = heap_storage<std::byte>::make(std::max<std::size_t>(1, workspace_bytes));
     if (!workspace) return workspace.error();
@@ -470,7 +487,62 @@ class llama {
     return prefill(s, tokens, serial);
   }
 
+  /// Runs `tokens[i]` at the next position of `sessions[i]`, every session's row through
+  /// each layer together (one pass over the weights); returns the next token's logits, a
+  /// row per session in order (valid until the next call). Checks the count (1 to
+  /// max_batch), every token, that no session comes twice and that each has room before
+  /// running any; an error leaves every session as it was.
+  template <Executor E>
+  result<matrix_view<const float>> decode_batch(std::span<const kv::kv_seq> sessions,
+                                                std::span<const std::int32_t> tokens, E& executor) noexcept {
+    const auto& c = weights_->config;
+    const std::size_t n = sessions.size();
+    if (n == 0 || n > options_.max_batch || tokens.size() != n)
+      return error{errc::invalid_argument} << "a batch of " << n << " sessions and " << tokens.size()
+                                           << " tokens (1 to max_batch " << options_.max_batch << " of each)";
+    for (std::size_t i = 0; i < n; ++i) {
+      if (tokens[i] < 0 || static_cast<std::uint32_t>(tokens[i]) >= c.vocab_size)
+        return error{errc::out_of_range} << "the token of batch row " << i << " is " << tokens[i]
+                                         << ", outside the vocabulary of " << c.vocab_size;
+      for (std::size_t j = 0; j < i; ++j)
+        if (sessions[j].index == sessions[i].index)
+          return error{errc::invalid_argument} << "session " << sessions[i].index << " in batch rows " << j << " and "
+                                               << i;
+    }
+    const std::span<std::uint64_t> positions(batch_positions_.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto at = extend(sessions[i], 1);
+      if (!at) {
+        for (std::size_t j = 0; j < i; ++j) static_cast<void>(rollback(sessions[j], positions[j]));
+        return error{at.error().code()} << "batch row " << i << ": " << at.error().message();
+      }
+      positions[i] = *at;
+    }
+    const pass_rows rows{.tokens = tokens, .sessions = sessions, .positions = positions, .first = 0};
+    auto done = layers(rows, executor);
+    const auto logits = buffers_.rows_logits.row_range(0, n);
+    if (done) done = classify(rows, logits, executor);
+    if (!done) {
+      for (std::size_t i = 0; i < n; ++i) static_cast<void>(rollback(sessions[i], positions[i]));
+      return done.error();
+    }
+    return matrix_view<const float>(logits);
+  }
+
  private:
+  /// The rows of one pass through the layers: a prefill chunk (one session's consecutive
+  /// positions from `first`) or a batched decode step (row i at `positions[i]` of `sessions[i]`).
+  struct pass_rows {
+    std::span<const std::int32_t> tokens;
+    std::span<const kv::kv_seq> sessions;       ///< one (a chunk) or one per row (a batch)
+    std::span<const std::uint64_t> positions;   ///< a batch's, per row; empty for a chunk
+    std::uint64_t first = 0;                    ///< a chunk's first position
+    [[nodiscard]] bool chunk() const noexcept { return positions.empty(); }
+    [[nodiscard]] std::size_t size() const noexcept { return tokens.size(); }
+    [[nodiscard]] kv::kv_seq session(std::size_t i) const noexcept { return sessions[chunk() ? 0 : i]; }
+    [[nodiscard]] std::uint64_t position(std::size_t i) const noexcept { return chunk() ? first + i : positions[i]; }
+  };
+
   /// Sets up the global layers' cache and, where it saves memory, the local layers' ring.
   result<void> make_caches() noexcept {
     const auto& c = weights_->config;
@@ -633,8 +705,6 @@ class llama {
       }
       return ok();
     };
-    const attention::attention_params params = attention_parameters();
-    const std::size_t threads = std::min(executor.concurrency(), std::max<std::size_t>(1, options_.max_threads));
 
     HEDGE_TRY(embed(token, b.x));
     HEDGE_TRY(rope_tables(pos, b.cos, b.sin, b.cos_local, b.sin_local));
@@ -649,17 +719,7 @@ class llama {
       cache_type& layer_kv = layer_cache(l);
       const std::size_t kv_l = kv_layer_[l];
       HEDGE_TRY(layer_kv.write(s, kv_l, pos, k.span(), v.span()));
-      auto seen = layer_kv.view(s);
-      if (!seen) return seen.error();
-      const auto kv = layer_view(*seen, l);
-      // K and V of every position seen, counted at f32 (a quantized cache reads less).
-      const std::size_t kv_bytes = 2 * kv_dim * (kv.end() - kv.begin()) * sizeof(float);
-      if (threads == 1 || kv_bytes < options_.parallel_min_bytes) {
-        HEDGE_TRY(attention::decode_attention(kv, kv_l, q, b.att, params, b.attention, serial, 1));
-      } else {
-        const std::size_t splits = attention::decode_splits(c.n_kv_heads, kv.end() - kv.begin(), threads);
-        HEDGE_TRY(attention::decode_attention(kv, kv_l, q, b.att, params, b.attention, executor, splits));
-      }
+      HEDGE_TRY(attend(s, l, q, b.att, executor));
       HEDGE_TRY(matmul(layer.wo, b.att, b.o));
       add_residual(y.post_attn_norm, b.o, b.x);
       // Feed-forward block.
@@ -675,15 +735,70 @@ class llama {
     return std::span<const float>(b.logits.data(), b.logits.size());
   }
 
+  /// One token's decode attention in layer l over session s's cache (the last window in a
+  /// local layer): split across the executor's threads where the K/V it reads (counted at
+  /// f32; a quantized cache reads less) is worth sharing, else on the calling thread. A
+  /// session's attention is thereby the same alone and in a batch.
+  template <Executor E>
+  result<void> attend(kv::kv_seq s, std::size_t l, vector_view<const float> q, vector_view<float> out,
+                      E& executor) noexcept {
+    const auto& c = weights_->config;
+    const std::size_t kv_l = kv_layer_[l];
+    auto seen = layer_cache(l).view(s);
+    if (!seen) return seen.error();
+    const auto kv = layer_view(*seen, l);
+    const attention::attention_params params = attention_parameters();
+    const std::size_t threads = std::min(executor.concurrency(), std::max<std::size_t>(1, options_.max_threads));
+    const std::size_t kv_bytes = 2 * c.kv_dim() * (kv.end() - kv.begin()) * sizeof(float);
+    if (threads == 1 || kv_bytes < options_.parallel_min_bytes) {
+      exec::serial serial;
+      return attention::decode_attention(kv, kv_l, q, out, params, buffers_.attention, serial, 1);
+    }
+    const std::size_t splits = attention::decode_splits(c.n_kv_heads, kv.end() - kv.begin(), threads);
+    return attention::decode_attention(kv, kv_l, q, out, params, buffers_.attention, executor, splits);
+  }
+
   /// The forward pass of `tokens` at positions pos, pos + 1, ... (reserved in the cache),
   /// all rows through each layer together; the classifier runs on the last row when `last`.
   template <Executor E>
   result<void> prefill_chunk(kv::kv_seq s, std::span<const std::int32_t> tokens, std::uint64_t pos, bool last,
                              E& executor) noexcept {
+    const pass_rows rows{.tokens = tokens, .sessions = {&s, 1}, .positions = {}, .first = pos};
+    HEDGE_TRY(layers(rows, executor));
+    if (!last) return ok();
+    const auto& w = *weights_;
+    const llama_buffers& b = buffers_;
+    const auto final_x = b.rows_x.row(rows.size() - 1), final_row = b.rows_xn.row(rows.size() - 1);
+    kernels::rmsnorm(final_x, w.output_norm, w.config.norm_eps, final_row);
+    HEDGE_TRY(matvec<Formats>(output_, final_row, b.logits,
+                              std::span<std::byte>(workspace_.data(), b.gemv_workspace_bytes), executor));
+    cap_logits(b.logits);
+    return ok();
+  }
+
+  /// The classifier on every row of a pass: logits.row(i) for row i.
+  template <Executor E>
+  result<void> classify(const pass_rows& r, matrix_view<float> logits, E& executor) noexcept {
+    const auto& w = *weights_;
+    const llama_buffers& b = buffers_;
+    const std::size_t rows = r.size();
+    const auto x = b.rows_x.row_range(0, rows), xn = b.rows_xn.row_range(0, rows);
+    for (std::size_t i = 0; i < rows; ++i) kernels::rmsnorm(x.row(i), w.output_norm, w.config.norm_eps, xn.row(i));
+    HEDGE_TRY(matmul<Formats>(output_, xn, logits, std::span<std::byte>(workspace_.data(), b.gemm_workspace_bytes),
+                              executor));
+    for (std::size_t i = 0; i < rows; ++i) cap_logits(logits.row(i));
+    return ok();
+  }
+
+  /// The layers on the rows of a pass (their positions reserved in the cache), all rows
+  /// through each layer together: a prefill chunk's attention is causal over its session,
+  /// a batch row's is decode's over its own session.
+  template <Executor E>
+  result<void> layers(const pass_rows& r, E& executor) noexcept {
     const auto& w = *weights_;
     const auto& c = w.config;
     const llama_buffers& b = buffers_;
-    const std::size_t rows = tokens.size(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+    const std::size_t rows = r.size(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
     const auto chunk = [rows](matrix_view<float> m) { return m.row_range(0, rows); };
     const auto x = chunk(b.rows_x), xn = chunk(b.rows_xn), qkv = chunk(b.rows_qkv), q = chunk(b.rows_q);
     const auto att = chunk(b.rows_att), o = chunk(b.rows_o), gate_up = chunk(b.rows_gate_up);
@@ -707,8 +822,8 @@ class llama {
     detail::at_most<E> capped{executor, std::max<std::size_t>(1, options_.max_threads)};
 
     for (std::size_t i = 0; i < rows; ++i) {
-      HEDGE_TRY(embed(tokens[i], x.row(i)));
-      HEDGE_TRY(rope_tables(pos + i, cos.row(i), sin.row(i), cos_local.row(i), sin_local.row(i)));
+      HEDGE_TRY(embed(r.tokens[i], x.row(i)));
+      HEDGE_TRY(rope_tables(r.position(i), cos.row(i), sin.row(i), cos_local.row(i), sin_local.row(i)));
     }
     for (std::size_t l = 0; l < c.n_layers; ++l) {
       const llama_layer& y = w.layers[l];
@@ -723,13 +838,17 @@ class llama {
         const auto row = qkv.row(i);
         attention_inputs(l, row, local ? cos_local.row(i) : cos.row(i), local ? sin_local.row(i) : sin.row(i));
         std::copy_n(row.data(), q_dim, q.row(i).data());
-        HEDGE_TRY(layer_kv.write(s, kv_l, pos + i, row.subview(q_dim, kv_dim).span(),
+        HEDGE_TRY(layer_kv.write(r.session(i), kv_l, r.position(i), row.subview(q_dim, kv_dim).span(),
                                  row.subview(q_dim + kv_dim, kv_dim).span()));
       }
-      auto seen = layer_kv.view(s);
-      if (!seen) return seen.error();
-      HEDGE_TRY(attention::prefill_attention(layer_view(*seen, l), kv_l, rows, all(q), all(att), params, b.attention,
-                                             capped));
+      if (r.chunk()) {
+        auto seen = layer_kv.view(r.session(0));
+        if (!seen) return seen.error();
+        HEDGE_TRY(attention::prefill_attention(layer_view(*seen, l), kv_l, rows, all(q), all(att), params,
+                                               b.attention, capped));
+      } else {
+        for (std::size_t i = 0; i < rows; ++i) HEDGE_TRY(attend(r.session(i), l, q.row(i), att.row(i), executor));
+      }
       HEDGE_TRY(matmul<Formats>(layer.wo, att, o, ws, executor));
       each_row([&](std::size_t i) { add_residual(y.post_attn_norm, o.row(i), x.row(i)); });
       // Feed-forward block.
@@ -742,12 +861,6 @@ class llama {
       HEDGE_TRY(matmul<Formats>(layer.w_down, gate_up.block(0, 0, rows, hidden), o, ws, executor));
       each_row([&](std::size_t i) { add_residual(y.post_ffn_norm, o.row(i), x.row(i)); });
     }
-    if (!last) return ok();
-    const auto final_row = xn.row(rows - 1);
-    kernels::rmsnorm(x.row(rows - 1), w.output_norm, c.norm_eps, final_row);
-    HEDGE_TRY(matvec<Formats>(output_, final_row, b.logits,
-                              std::span<std::byte>(workspace_.data(), b.gemv_workspace_bytes), executor));
-    cap_logits(b.logits);
     return ok();
   }
 
@@ -848,6 +961,7 @@ class llama {
   cache_type local_cache_;  ///< the local layers' ring, where local_ring_
   bool local_ring_ = false;
   std::vector<std::uint32_t> kv_layer_;  ///< layer l's index in its cache
+  std::vector<std::uint64_t> batch_positions_;  ///< decode_batch's rows' positions (max_batch)
   heap_storage<float> scratch_;
   heap_storage<std::byte> workspace_;
 };
