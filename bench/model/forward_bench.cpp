@@ -26,6 +26,7 @@
 //   HEDGE_BENCH_MODELS=build/models build/<dir>/bench/hedge_bench_model --benchmark_filter=llama/
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -300,6 +301,56 @@ void BM_SyntheticPrefill(benchmark::State& state, std::size_t threads, std::size
   state.counters["tok_per_s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
 }
 
+/// A decode step of `batch` sessions at once (llama::decode_batch), each decoding greedily
+/// from BOS over positions 0 .. decode_positions-1: tok_per_s counts every session's tokens,
+/// the aggregate that continuous batching serves. The weights are repacked (llama_repack::all),
+/// as a batching server runs them: every GEMM row is then its GEMV, so a session's tokens are
+/// the same alone and batched.
+template <q::BlockFormat F>
+void BM_SyntheticBatchedDecode(benchmark::State& state, std::size_t threads, std::size_t batch) {
+  std::string why;
+  const synthetic* m = load_synthetic<F>(why);
+  if (m == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  hedge::os::mapped_memory arena;
+  auto model = make_model(*m, {.max_sessions = batch, .context = decode_positions, .max_threads = threads,
+                               .max_batch = batch, .repack = llama_repack::all}, arena);
+  if (!model) {
+    state.SkipWithError(model.error().c_str());
+    return;
+  }
+  auto& executor = hb::pool(threads);
+  std::vector<hedge::kv::kv_seq> sessions;
+  for (std::size_t i = 0; i < batch; ++i) sessions.push_back(*model->create_session());
+  std::vector<std::int32_t> tokens(batch, 1);
+  if (auto warm = model->decode_batch(sessions, tokens, executor); !warm) {
+    state.SkipWithError(warm.error().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    for (const auto s : sessions) static_cast<void>(model->rollback(s, 0));
+    std::fill(tokens.begin(), tokens.end(), 1);
+    for (std::size_t pos = 0; pos < decode_positions; ++pos) {
+      const auto rows = model->decode_batch(sessions, tokens, executor);
+      if (!rows) {
+        state.SkipWithError(rows.error().c_str());
+        return;
+      }
+      for (std::size_t i = 0; i < batch; ++i) {
+        const auto logits = rows->row(i);
+        tokens[i] = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      }
+    }
+    benchmark::DoNotOptimize(tokens.data());
+  }
+  const double n = double(state.iterations()) * double(decode_positions * batch);
+  state.SetItemsProcessed(static_cast<std::int64_t>(n));
+  state.counters["tok_per_s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
+  state.counters["sessions"] = double(batch);
+}
+
 template <q::BlockFormat F>
 void register_synthetic() {
   const std::string shape = std::string(hb::tinyllama_1b) + "_" + std::string(F::name);
@@ -312,6 +363,12 @@ void register_synthetic() {
       hb::register_benchmark(
           hb::benchmark_name("llama/prefill" + std::to_string(length), arch, shape, hb::residency::cold, threads),
           [threads, length](benchmark::State& state) { BM_SyntheticPrefill<F>(state, threads, length); })
+          ->Unit(benchmark::kMillisecond);
+    }
+    for (std::size_t batch : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
+      hb::register_benchmark(
+          hb::benchmark_name("llama/batch_decode" + std::to_string(batch), arch, shape, hb::residency::cold, threads),
+          [threads, batch](benchmark::State& state) { BM_SyntheticBatchedDecode<F>(state, threads, batch); })
           ->Unit(benchmark::kMillisecond);
     }
   }
