@@ -731,6 +731,17 @@ TEST(LlamaForward, BatchedDecodeErrorsLeaveEverySessionAsItWas) {
   const auto rows = model->decode_batch(ac, std::vector<std::int32_t>{5, 6}, serial);
   ASSERT_TRUE(rows.ok()) << rows.error().message();
   EXPECT_EQ(lengths(), (std::vector<std::uint64_t>{4, 8, 2}));
+  // A batch of one on a model made for no more equals decode.
+  auto single = llama<>::make(s.weights, {.context = 8});
+  ASSERT_TRUE(single.ok());
+  auto d = *single->create_session();
+  const auto one = single->decode_batch(std::vector<hedge::kv::kv_seq>{d}, std::vector<std::int32_t>{1}, serial);
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  const std::vector<float> batched(one->row(0).begin(), one->row(0).end());
+  ASSERT_TRUE(single->rollback(d, 0).ok());
+  const auto alone = single->decode(d, 1);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(batched, std::vector<float>(alone->begin(), alone->end()));
   EXPECT_EQ(llama<>::make(s.weights, {.max_sessions = 2, .max_batch = 3}).error().code(),
             hedge::errc::invalid_argument);
   EXPECT_EQ(llama<>::make(s.weights, {.max_batch = 0}).error().code(), hedge::errc::invalid_argument);

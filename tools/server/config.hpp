@@ -29,6 +29,7 @@ struct server_options {
   std::optional<model::chat_format> format;
   int port = 8080;
   std::size_t threads = 1, context = 0, queue = 16;
+  std::size_t parallel = 1;  ///< the model's slots: generations batched together
   gateway_options gateway;
   unsigned token_delay_ms = 0;
   unsigned round_trip_ms = 0;  ///< an emulated network round trip before each request's first output
@@ -147,6 +148,7 @@ inline std::optional<std::string> read_config(std::string text, server_options& 
     if (key == "threads") return in.whole(v, at, o.threads, 1, 1024);
     if (key == "ctx_size") return in.whole(v, at, o.context, 1, 1 << 24);
     if (key == "queue") return in.whole(v, at, o.queue, 0, 4096);
+    if (key == "parallel") return in.whole(v, at, o.parallel, 1, 64);
     if (key == "alias") return in.text(v, at, o.alias);
     if (key == "token_delay_ms") return in.whole(v, at, o.token_delay_ms, 0, 10'000);
     if (key == "chat_template") {

@@ -46,7 +46,7 @@ using namespace hedge::server;
 
 constexpr const char* usage_text =
     "usage: hedge-server -m MODEL [-z TOKENIZER] [--host HOST] [--port PORT] [--threads N] [--ctx-size N]\n"
-    "                    [--queue N] [--alias NAME] [--chat-template NAME]\n"
+    "                    [--queue N] [--parallel N] [--alias NAME] [--chat-template NAME]\n"
     "                    [--cloud URL]... [--cloud-model NAME] [--cloud-price IN,OUT] [--edge-price IN,OUT]\n"
     "                    [--budget AMOUNT[/hour|/day]] [--gateway-workers N] [--config FILE]\n"
     "  -m MODEL        a GGUF file, or a llama2.c .bin (then -z TOKENIZER, its tokenizer.bin)\n"
@@ -55,8 +55,10 @@ constexpr const char* usage_text =
     "  --threads N     threads of the model (default 1)\n"
     "  --ctx-size N    positions per request, prompt included (default: the model's trained context;\n"
     "                  more is allowed, with a warning)\n"
-    "  --queue N       requests waiting for the model besides the one running, before 429\n"
-    "                  (default 16; 0: one runs and none waits)\n"
+    "  --queue N       requests waiting for the model besides those running, before 429\n"
+    "                  (default 16; 0: none waits)\n"
+    "  --parallel N    generations run at once, batched into one pass over the weights per token\n"
+    "                  (continuous batching; default 1, at most 64)\n"
     "  --alias NAME    the model's name in responses and /v1/models (default: the file's name)\n"
     "  --chat-template plain|chatml|llama3|llama2|zephyr\n"
     "                  the chat format (default: recognised from the GGUF's template, else plain)\n"
@@ -453,7 +455,7 @@ class server_app {
         const os::http_response_header retry[] = {{"Retry-After", "1"}};
         return send_error(res, endpoint,
                           {429, "the server is busy: " + std::to_string(queue_bound_) +
-                                    " requests already wait for the model besides the one running; retry later",
+                                    " requests already wait for the model besides those running; retry later",
                            {}, "rate_limit_exceeded", "rate_limit_error"},
                           retry);
       }
@@ -1073,6 +1075,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads" || a == "-t") ok = parse(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
     else if (a == "--ctx-size" || a == "-c") ok = parse(v, o.context) && o.context >= 1;
     else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
+    else if (a == "--parallel" || a == "-np") ok = parse(v, o.parallel) && o.parallel >= 1 && o.parallel <= 64;
     else if (a == "--alias") ok = !(o.alias = v).empty();
     else if (a == "--chat-template") ok = (o.format = model::chat_format_named(v)).has_value();
     else if (a == "--cloud") {
@@ -1115,7 +1118,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   server::metrics metrics;
-  auto e = scheduler::make(*m, format, context, o.threads, o.queue, metrics);
+  auto e = scheduler::make(*m, format, context, o.threads, o.queue, metrics, o.parallel);
   if (!e) return std::fprintf(stderr, "hedge-server: %s\n", e.error().c_str()), 1;
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
@@ -1151,8 +1154,8 @@ int main(int argc, char** argv) {
       [&app](int status, std::string_view target, std::string_view message) { return app.refusal(status, target, message); },
       "application/json");
   if (!http) return std::fprintf(stderr, "hedge-server: %s\n", http.error().c_str()), 1;
-  std::fprintf(stderr, "hedge-server: %s, context %zu, chat template %s, %zu thread(s), queue %zu\n", o.model.c_str(),
-               context, std::string(model::to_string(format)).c_str(), o.threads, o.queue);
+  std::fprintf(stderr, "hedge-server: %s, context %zu, chat template %s, %zu thread(s), %zu slot(s), queue %zu\n",
+               o.model.c_str(), context, std::string(model::to_string(format)).c_str(), o.threads, o.parallel, o.queue);
   const bool ipv6 = o.host.find(':') != std::string::npos;
   std::printf("listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", o.host.c_str(), ipv6 ? "]" : "", (*http)->port());
   std::fflush(stdout);

@@ -1,20 +1,29 @@
-// tools/server/scheduler.hpp: the local model's scheduler: one worker thread, a bounded FIFO.
+// tools/server/scheduler.hpp: the local model's scheduler: one worker thread, `slots`
+// sessions of the model, a bounded FIFO.
 //
-// Generations run one at a time, in arrival order, on the worker thread, which alone
-// touches the model, its session and the generator: requests are not batched. The queue
-// holds at most `queue_bound` requests waiting besides the one running (0: one runs, none
-// waits); `submit` refuses the next (the HTTP layer answers 429). Once submitted, a job is
-// touched by the worker thread only: it fills in the prompt's log-probs (echo scoring), one
-// event per generated piece, then `done`, and calls the job's `changed` after each step, so
-// the HTTP layer writes the response from the worker thread (a slow reader slows the
-// generation: back-pressure). A job whose client left (`cancelled`) is skipped if still
-// waiting, and stops at its next token if running: the generator's callback returns false.
-// shutdown() ends waiting jobs with 503 and cancels the running one, which ends with the same
-// 503 error (a stream sends it as an error event).
-// The session keeps the last prompt decoded: the next job rolls back only to the prefix it
-// shares with it and decodes the rest (llama.cpp's server calls this cache_prompt), and echo
-// scoring reuses the log-probs of the shared positions. A speculative client that sends
-// the context plus a draft each round costs the draft's positions, not the whole context.
+// Generations run on the worker thread, which alone touches the model, its sessions and the
+// generations. With one slot they run one at a time, in arrival order. With several
+// (--parallel N, as llama.cpp's server's slots), they are batched continuously: every
+// decode step runs each running generation's next token in one pass over the weights
+// (model::llama::decode_batch), and requests join and leave the batch between steps: a new
+// one's prompt is prefilled between two steps, a finished one frees its slot at once. Each
+// keeps its own session, sampler and stop state, and the weights are repacked so that every
+// GEMM row is its GEMV (forward.hpp): a greedy request's tokens are the same alone and
+// batched. The queue holds at most `queue_bound` requests waiting besides those running
+// (0: none waits); `submit` refuses the next (the HTTP layer answers 429). Once submitted, a
+// job is touched by the worker thread only: it fills in the prompt's log-probs (echo
+// scoring), one event per generated piece, then `done`, and calls the job's `changed` after
+// each step, so the HTTP layer writes the response from the worker thread (a slow reader
+// slows the generation: back-pressure). A job whose client left (`cancelled`) is skipped if
+// still waiting, and stops at its next token if running. shutdown() ends waiting jobs with
+// 503 and cancels the running ones, which end with the same 503 error (a stream sends it as
+// an error event).
+// Each slot's session keeps the last prompt it decoded: a job goes to the free slot whose
+// tokens share the longest prefix with its prompt, rolls back only to that prefix and
+// decodes the rest (llama.cpp's server calls this cache_prompt), and echo scoring reuses the
+// log-probs of the shared positions. A speculative client that sends the context plus a
+// draft each round costs the draft's positions, not the whole context. Echo scoring and
+// draft steps (logits_for) run whole between decode steps.
 #pragma once
 
 #include <algorithm>
@@ -89,21 +98,31 @@ class scheduler {
  public:
   using llama = model::llama<>;
 
-  /// Runs `loaded`'s model (os::make_llama), which must outlive the scheduler.
+  /// Runs `loaded`'s model (os::make_llama), which must outlive the scheduler, with `slots`
+  /// sessions batched (1: one generation at a time).
   static result<std::unique_ptr<scheduler>> make(os::loaded_model& loaded, model::chat_format format, std::size_t context,
                                               std::size_t threads, std::size_t queue_bound,
-                                              server::metrics& metrics) {
+                                              server::metrics& metrics, std::size_t slots = 1) {
+    if (slots == 0) return error{errc::invalid_argument} << "no slots";
     const model::tokenizer& tok = loaded.tok;
     auto e = std::unique_ptr<scheduler>(new scheduler(tok, format, threads, queue_bound, metrics));
-    auto m = os::make_llama(loaded, {.context = context, .max_threads = threads});
+    // Batched, every matrix is repacked: its GEMM rows are then its GEMVs bit for bit, so a
+    // request's tokens do not depend on what it is batched with (forward.hpp).
+    auto m = os::make_llama(loaded, {.max_sessions = slots,
+                                     .context = context,
+                                     .max_threads = threads,
+                                     .max_batch = slots,
+                                     .repack = slots > 1 ? model::llama_repack::all : model::llama_repack::decode});
     if (!m) return m.error();
     e->runnable_ = std::make_unique<os::runnable_llama>(std::move(*m));
-    auto g = model::generator<llama>::make(e->runnable_->model, tok, 256);
-    if (!g) return g.error();
-    e->generator_ = std::make_unique<model::generator<llama>>(std::move(*g));
-    auto s = e->runnable_->model.create_session();
-    if (!s) return s.error();
-    e->session_ = *s;
+    llama& model = e->runnable_->model;
+    for (std::size_t i = 0; i < slots; ++i) {
+      auto g = model::generation::make(tok, model.config().vocab_size, model.context(), 256);
+      if (!g) return g.error();
+      auto s = model.create_session();
+      if (!s) return s.error();
+      e->slots_.push_back(std::make_unique<slot>(*s, std::move(*g)));
+    }
     e->worker_ = std::thread([p = e.get()] { p->work(); });
     return e;
   }
@@ -112,8 +131,8 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
   ~scheduler() { shutdown(); }
 
-  /// Waiting jobs end with 503, the running one is cancelled and ends with 503 (on the worker,
-  /// soon after this returns). Later submits are refused.
+  /// Waiting jobs end with 503, the running ones are cancelled and end with 503 (on the
+  /// worker, soon after this returns). Later submits are refused.
   void stop() {
     {
       std::lock_guard lock(mutex_);
@@ -130,9 +149,9 @@ class scheduler {
   }
 
   /// An emulated slower model, for demonstrations and benchmarks: a delay per forward pass,
-  /// that is before each generated token, and once per echo-scoring pass, which also yields
-  /// the first generated token (an accelerator bound by memory reads the weights once for a
-  /// batch of positions, as for one).
+  /// that is before each decode step (one for the whole batch) and once per prompt pass,
+  /// which also yields the first generated token (an accelerator bound by memory reads the
+  /// weights once for a batch of positions, as for one).
   void set_token_delay(std::chrono::milliseconds d) noexcept { token_delay_ = d; }
   /// An emulated network round trip: a delay before a job's first output.
   void set_round_trip(std::chrono::milliseconds d) noexcept { round_trip_ = d; }
@@ -144,17 +163,18 @@ class scheduler {
 
   [[nodiscard]] std::size_t context() const noexcept { return runnable_->model.context(); }
   [[nodiscard]] std::size_t vocab_size() const noexcept { return runnable_->model.config().vocab_size; }
+  [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
   [[nodiscard]] const model::chat_renderer& renderer() const noexcept { return renderer_; }
   [[nodiscard]] const model::tokenizer& tokenizer() const noexcept { return *tok_; }
 
   enum class admission { queued, busy, stopping };
 
-  /// Queues a job; busy when one runs and `queue_bound` already wait.
+  /// Queues a job; busy when every slot runs one and `queue_bound` already wait.
   admission submit(std::shared_ptr<job> j) {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return admission::stopping;
-      if (waiting_.size() + running_.load() > queue_bound_) return admission::busy;
+      if (waiting_.size() + running_.load() >= queue_bound_ + slots_.size()) return admission::busy;
       waiting_.push_back(std::move(j));
     }
     wake_.notify_one();
@@ -176,35 +196,65 @@ class scheduler {
   }
 
  private:
+  /// One session of the model, what it holds, and the generation running on it.
+  struct slot {
+    slot(kv::kv_seq s, model::generation g) : session(s), state(std::move(g)) {}
+    kv::kv_seq session;
+    std::vector<model::token_id> decoded;  ///< the tokens the session holds, in order
+    std::vector<token_report> scored;      ///< their echo reports (position i: token i given the ones before)
+    std::size_t scored_top = 0;            ///< the alternatives per report in scored
+    bool scored_as_ids = false;            ///< whether scored names tokens by id
+    // The running generation (job is null when the slot is free).
+    std::shared_ptr<job> running;
+    model::generation state;
+    std::optional<model::sampler<model::seeded_random>> chooser;
+    std::vector<std::string_view> stops;
+    model::generation_options options;
+    std::chrono::steady_clock::time_point decode_start;
+    double ttft = -1;
+  };
+
   scheduler(const model::tokenizer& tok, model::chat_format format, std::size_t threads, std::size_t queue_bound,
-         server::metrics& metrics)
+            server::metrics& metrics)
       : tok_(&tok), renderer_(tok, format), threads_(threads), queue_bound_(queue_bound), metrics_(&metrics),
         pool_(threads) {}
 
   void work() {
+    if (threads_ == 1) return work(serial_);
+    work(pool_);
+  }
+
+  template <class Executor>
+  void work(Executor& executor) {
     for (;;) {
-      std::shared_ptr<job> j;
+      std::vector<std::shared_ptr<job>> taken;
       {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+        wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || active() > 0; });
         if (stopping_) {
           for (const auto& w : waiting_) finish(*w, shutting_down());
           waiting_.clear();
+          for (auto& s : slots_)
+            if (s->running) finish(*std::exchange(s->running, nullptr), shutting_down());
+          running_ = 0;
           return;
         }
-        j = std::move(waiting_.front());
-        waiting_.pop_front();
-        running_ = 1;
+        for (std::size_t free = slots_.size() - active(); free > 0 && !waiting_.empty(); --free) {
+          taken.push_back(std::move(waiting_.front()));
+          waiting_.pop_front();
+        }
+        running_ = active() + taken.size();
       }
-      if (j->cancelled) {
-        metrics_->cancelled();
-        finish(*j, std::nullopt);
-      } else {
-        run(*j);
-      }
+      for (auto& j : taken) begin(j, executor);
+      if (active() > 0) step(executor);
       std::lock_guard lock(mutex_);
-      running_ = 0;
+      running_ = active();
     }
+  }
+
+  /// Generations running (slots taken).
+  [[nodiscard]] std::size_t active() const noexcept {
+    return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->running != nullptr; }));
   }
 
   static api_error shutting_down() { return api_error{503, "the server is shutting down", {}, {}, "server_error"}; }
@@ -220,6 +270,16 @@ class scheduler {
     j.scored = true;
     j.done = true;
     changed(j);
+  }
+
+  /// A job's end by `result`: the error it names (capacity: 400 context_length_exceeded;
+  /// shutdown: 503), or success.
+  void finish(job& j, const result<void>& result) {
+    if (stopping_flag_.load()) return finish(j, shutting_down());
+    if (result) return finish(j, std::nullopt);
+    const bool capacity = result.error().code() == errc::capacity_exceeded;
+    finish(j, api_error{capacity ? 400 : 500, std::string(result.error().message()), {},
+                        capacity ? "context_length_exceeded" : "", capacity ? "invalid_request_error" : "server_error"});
   }
 
   /// A token as the response names it: its text, or "token_id:N" when the request asked
@@ -239,144 +299,226 @@ class scheduler {
     return r;
   }
 
-  /// Rolls the session back to the longest prefix of `prompt` it holds (at most `limit`
-  /// tokens) and returns its length.
-  result<std::size_t> reuse_prefix(std::span<const model::token_id> prompt, std::size_t limit) {
-    // decoded_ may name more than the session holds (a job cancelled before its last prompt
+  /// The free slot whose tokens share the longest prefix with `prompt`.
+  slot& free_slot(std::span<const model::token_id> prompt) {
+    slot* best = nullptr;
+    std::size_t best_shared = 0;
+    for (auto& s : slots_) {
+      if (s->running) continue;
+      std::size_t shared = 0;
+      const std::size_t most = std::min(prompt.size(), s->decoded.size());
+      while (shared < most && s->decoded[shared] == prompt[shared]) ++shared;
+      if (best == nullptr || shared > best_shared) best = s.get(), best_shared = shared;
+    }
+    return *best;
+  }
+
+  /// Rolls the slot's session back to the longest prefix of `prompt` it holds (at most
+  /// `limit` tokens) and returns its length.
+  result<std::size_t> reuse_prefix(slot& s, std::span<const model::token_id> prompt, std::size_t limit) {
+    // decoded may name more than the session holds (a job cancelled before its last prompt
     // token was decoded): the session's length bounds it.
-    auto held = runnable_->model.length(session_);
+    auto held = runnable_->model.length(s.session);
     if (!held) return held.error();
     std::size_t shared = 0;
-    const std::size_t most = std::min({limit, prompt.size(), decoded_.size(), static_cast<std::size_t>(*held)});
-    while (shared < most && decoded_[shared] == prompt[shared]) ++shared;
-    HEDGE_TRY(runnable_->model.rollback(session_, shared));
-    decoded_.resize(shared);
+    const std::size_t most = std::min({limit, prompt.size(), s.decoded.size(), static_cast<std::size_t>(*held)});
+    while (shared < most && s.decoded[shared] == prompt[shared]) ++shared;
+    HEDGE_TRY(runnable_->model.rollback(s.session, shared));
+    s.decoded.resize(shared);
     return shared;
   }
 
-  void run(job& j) {
-    auto result = !j.logits_for.empty() ? logits_after(j) : threads_ == 1 ? run(j, serial_) : run(j, pool_);
-    if (stopping_flag_.load()) return finish(j, shutting_down());
-    if (!result) {
-      const bool capacity = result.error().code() == errc::capacity_exceeded;
-      finish(j, api_error{capacity ? 400 : 500, std::string(result.error().message()), {},
-                          capacity ? "context_length_exceeded" : "", capacity ? "invalid_request_error" : "server_error"});
-      return;
+  /// Starts a job on a free slot: a draft step or an echo without generation runs whole; a
+  /// generation prefills its prompt, delivers its first token and joins the batch.
+  template <class Executor>
+  void begin(const std::shared_ptr<job>& jp, Executor& executor) {
+    job& j = *jp;
+    if (j.cancelled) {
+      metrics_->cancelled();
+      return finish(j, std::nullopt);
     }
-    finish(j, std::nullopt);
+    slot& s = free_slot(!j.logits_for.empty() ? std::span<const model::token_id>(j.logits_for) : j.prompt);
+    s.running = jp;
+    auto started = !j.logits_for.empty() ? logits_after(s, j) : start(s, j, executor);
+    if (started && *started) return;  // in the batch
+    s.running = nullptr;
+    finish(j, started ? result<void>(ok()) : result<void>(started.error()));
   }
 
   /// A draft step: the session keeps the longest prefix of the ids it holds and decodes the
   /// rest one by one (a draft extends by one token: one decode), the last one's logits out.
-  result<void> logits_after(job& j) {
+  /// False: done.
+  result<bool> logits_after(slot& s, job& j) {
     const std::span<const model::token_id> ids = j.logits_for;
-    auto shared = reuse_prefix(ids, ids.size() - 1);
+    auto shared = reuse_prefix(s, ids, ids.size() - 1);
     if (!shared) return shared.error();
-    scored_.clear();
+    s.scored.clear();
     std::span<const float> logits;
     for (std::size_t i = *shared; i < ids.size(); ++i) {
-      auto l = runnable_->model.decode(session_, ids[i], serial_);
+      auto l = runnable_->model.decode(s.session, ids[i], serial_);
       if (!l) return l.error();
-      decoded_.push_back(ids[i]);
+      s.decoded.push_back(ids[i]);
       logits = *l;
     }
     j.logits_out->assign(logits.begin(), logits.end());
-    return ok();
+    return false;
   }
 
+  /// The generated token `t` of slot s's job as an event for its client; false when the
+  /// client left or the server stops.
+  bool deliver(slot& s, const model::generated_token& t) {
+    job& j = *s.running;
+    const parsed_request& r = j.request;
+    if (s.ttft < 0) s.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
+    piece_event e{std::string(t.text), std::nullopt};
+    if (t.id != model::no_token && r.logprobs) {
+      token_report report{name(t.id, r.return_tokens_as_token_ids), t.choice.logprob, {}};
+      for (std::size_t k = 0; k < t.choice.alternative_count && k < r.top_logprobs; ++k)
+        report.top.emplace_back(name(t.choice.alternatives[k].id, r.return_tokens_as_token_ids),
+                                t.choice.alternatives[k].logprob);
+      e.token = std::move(report);
+    }
+    j.events.push_back(std::move(e));
+    changed(j);
+    return !halted(j);
+  }
+
+  /// Echo scoring (if asked), the prompt's prefill and the generation's first token. True:
+  /// the generation goes on in the batch.
   template <class Executor>
-  result<void> run(job& j, Executor& executor) {
+  result<bool> start(slot& s, job& j, Executor& executor) {
     const parsed_request& r = j.request;
     if (round_trip_.count() > 0) std::this_thread::sleep_for(round_trip_);
     const auto& settings = tok_->vocab().settings();
     std::span<const model::token_id> prompt = j.prompt;
     bool pass_paid = false;  // the first generated token's emulated pass was the scoring pass
     // The last prompt token is always decoded here: its logits start the generation.
-    auto shared = reuse_prefix(prompt, prompt.size() - 1);
+    auto shared = reuse_prefix(s, prompt, prompt.size() - 1);
     if (!shared) return shared.error();
     // Echo scoring: each prompt token's log-prob given the ones before, from decoding them
     // one by one (prefill keeps only the last row's logits), the shared prefix's from the
     // last job's. The last prompt token is then the generation's prompt, so the prompt runs once.
     if (r.echo && r.logprobs) {
       const bool as_ids = r.return_tokens_as_token_ids;
-      const bool reuse = scored_top_ == r.top_logprobs && scored_as_ids_ == as_ids;
+      const bool reuse = s.scored_top == r.top_logprobs && s.scored_as_ids == as_ids;
       std::vector<token_report> reports;
       reports.push_back({name(prompt[0], as_ids, prompt[0] != settings.bos && settings.add_space_prefix), std::nullopt, {}});
       // Reports 1..keep stand; the token after the shared prefix needs the logits after its
       // last token again, so that token is decoded again (keep = shared - 1).
       std::size_t keep = *shared > 0 ? *shared - 1 : 0;
-      if (!reuse || scored_.size() <= keep) keep = 0;
-      HEDGE_TRY(runnable_->model.rollback(session_, keep));
-      decoded_.resize(keep);
-      for (std::size_t i = 1; i <= keep; ++i) reports.push_back(scored_[i]);
+      if (!reuse || s.scored.size() <= keep) keep = 0;
+      HEDGE_TRY(runnable_->model.rollback(s.session, keep));
+      s.decoded.resize(keep);
+      for (std::size_t i = 1; i <= keep; ++i) reports.push_back(s.scored[i]);
       // One emulated forward pass covers every new position and the last prompt token's, which
       // gives the first generated token: a batched pass, as an accelerator runs it.
       if (token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_), pass_paid = true;
-      for (std::size_t i = decoded_.size(); i + 1 < prompt.size(); ++i) {
+      for (std::size_t i = s.decoded.size(); i + 1 < prompt.size(); ++i) {
         if (halted(j)) break;
-        auto logits = runnable_->model.decode(session_, prompt[i], executor);
+        auto logits = runnable_->model.decode(s.session, prompt[i], executor);
         if (!logits) return logits.error();
-        decoded_.push_back(prompt[i]);
+        s.decoded.push_back(prompt[i]);
         const bool first_text = i == 0 && prompt[0] == settings.bos && settings.add_space_prefix;
         reports.push_back(score(*logits, prompt[i + 1], r.top_logprobs, as_ids, first_text));
       }
-      if (halted(j)) return ok();
-      scored_ = reports;
-      scored_top_ = r.top_logprobs;
-      scored_as_ids_ = as_ids;
+      if (halted(j)) return false;
+      s.scored = reports;
+      s.scored_top = r.top_logprobs;
+      s.scored_as_ids = as_ids;
       j.prompt_logprobs = std::move(reports);
       j.scored = true;
       changed(j);
       prompt = prompt.subspan(prompt.size() - 1);
       if (j.max_tokens == 0) {
         metrics_->generation(j.prompt.size(), 0, -1, 0);
-        return ok();
+        return false;
       }
     } else if (j.max_tokens == 0) {
       metrics_->generation(0, 0, -1, 0);
-      return ok();
+      return false;
     } else {
       prompt = prompt.subspan(*shared);
     }
-    // What the session holds once the generation has decoded its prompt (generated tokens
-    // are not kept: the next job rolls back to the prompt at most).
-    decoded_.assign(j.prompt.begin(), j.prompt.end());
-    if (!r.echo || !r.logprobs) scored_.clear();
+    if (!r.echo || !r.logprobs) s.scored.clear();
     const std::uint64_t seed = r.seed ? *r.seed
                                       : static_cast<std::uint64_t>(
                                             std::chrono::system_clock::now().time_since_epoch().count());
-    model::sampler<model::seeded_random> chooser{{.temperature = r.temperature, .top_p = r.top_p},
-                                                 model::seeded_random{seed}};
-    std::vector<std::string_view> stops(r.stop.begin(), r.stop.end());
-    const model::generation_options options{.max_tokens = j.max_tokens,
-                                            .stop = stops,
-                                            .stop_tokens = renderer_.stop_tokens(),
-                                            .ignore_eos = r.ignore_eos,
-                                            .alternatives = r.logprobs ? r.top_logprobs : 0};
-    double ttft = -1;
-    auto summary = generator_->run(session_, prompt, chooser, options, executor, [&](const model::generated_token& t) {
-      if (token_delay_.count() > 0 && !std::exchange(pass_paid, false)) std::this_thread::sleep_for(token_delay_);
-      if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.arrived).count();
-      piece_event e{std::string(t.text), std::nullopt};
-      if (t.id != model::no_token && r.logprobs) {
-        token_report report{name(t.id, r.return_tokens_as_token_ids), t.choice.logprob, {}};
-        for (std::size_t k = 0; k < t.choice.alternative_count && k < r.top_logprobs; ++k)
-          report.top.emplace_back(name(t.choice.alternatives[k].id, r.return_tokens_as_token_ids),
-                                  t.choice.alternatives[k].logprob);
-        e.token = std::move(report);
+    s.chooser.emplace(model::sampler_config{.temperature = r.temperature, .top_p = r.top_p}, model::seeded_random{seed});
+    s.stops.assign(r.stop.begin(), r.stop.end());
+    s.options = {.max_tokens = j.max_tokens,
+                 .stop = s.stops,
+                 .stop_tokens = renderer_.stop_tokens(),
+                 .ignore_eos = r.ignore_eos,
+                 .alternatives = r.logprobs ? r.top_logprobs : 0};
+    s.ttft = -1;
+    // The generation follows the whole prompt's text; the session decodes what it lacks.
+    HEDGE_TRY(s.state.start(j.prompt, s.options));
+    auto logits = runnable_->model.prefill(s.session, prompt, executor);
+    if (!logits) return logits.error();
+    // What the session holds once the prompt is in (generated tokens are not kept: the next
+    // job rolls back to the prompt at most).
+    s.decoded.assign(j.prompt.begin(), j.prompt.end());
+    s.decode_start = std::chrono::steady_clock::now();
+    if (token_delay_.count() > 0 && !pass_paid) std::this_thread::sleep_for(token_delay_);
+    auto more = s.state.next(*logits, *s.chooser, j.prompt.size(),
+                             [&](const model::generated_token& t) { return deliver(s, t); });
+    if (!more) return more.error();
+    if (!*more) done(s);
+    return *more;
+  }
+
+  /// One decode step of every running generation, in one batch; a generation that has no
+  /// room left ends with its capacity error, one that ends frees its slot.
+  template <class Executor>
+  void step(Executor& executor) {
+    llama& model = runnable_->model;
+    batch_sessions_.clear();
+    batch_tokens_.clear();
+    batch_slots_.clear();
+    for (auto& s : slots_) {
+      if (!s->running) continue;
+      const auto held = model.length(s->session);
+      if (!held || *held >= model.context()) {
+        // As generator::run: what is held back is delivered before the error.
+        s->state.end(model::stop_reason::max_tokens, held ? *held : 0,
+                     [&](const model::generated_token& t) { return deliver(*s, t); });
+        finish(*std::exchange(s->running, nullptr),
+               held ? result<void>(error{errc::capacity_exceeded} << "the generation has filled the context of "
+                                                                   << model.context() << " tokens")
+                    : result<void>(held.error()));
+        continue;
       }
-      j.events.push_back(std::move(e));
-      changed(j);
-      return !halted(j);
-    });
-    if (!summary) return summary.error();
-    j.completion_tokens = summary->generated;
-    j.finish_reason = summary->reason == model::stop_reason::max_tokens ? "length" : "stop";
-    if (summary->reason == model::stop_reason::cancelled) metrics_->cancelled();
-    const std::size_t decoded = summary->generated > 0 ? summary->generated - 1 : 0;
-    metrics_->generation(j.prompt.size(), summary->generated, ttft,
-                         summary->decode_seconds > 0 ? static_cast<double>(decoded) / summary->decode_seconds : 0.0);
-    return ok();
+      batch_sessions_.push_back(s->session);
+      batch_tokens_.push_back(s->state.last());
+      batch_slots_.push_back(s.get());
+    }
+    if (batch_slots_.empty()) return;
+    if (token_delay_.count() > 0) std::this_thread::sleep_for(token_delay_);
+    auto rows = model.decode_batch(batch_sessions_, batch_tokens_, executor);
+    for (std::size_t i = 0; i < batch_slots_.size(); ++i) {
+      slot& s = *batch_slots_[i];
+      if (!rows) {
+        finish(*std::exchange(s.running, nullptr), result<void>(rows.error()));
+        continue;
+      }
+      auto more = s.state.next(rows->row(i).span(), *s.chooser, *model.length(s.session),
+                               [&](const model::generated_token& t) { return deliver(s, t); });
+      if (more && *more) continue;
+      if (more) done(s);
+      finish(*std::exchange(s.running, nullptr), more ? result<void>(ok()) : result<void>(more.error()));
+    }
+  }
+
+  /// The job's figures once its generation has ended.
+  void done(slot& s) {
+    job& j = *s.running;
+    const std::size_t generated = s.state.generated();
+    j.completion_tokens = generated;
+    j.finish_reason = s.state.reason() == model::stop_reason::max_tokens ? "length" : "stop";
+    if (s.state.reason() == model::stop_reason::cancelled) metrics_->cancelled();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.decode_start).count();
+    const std::size_t decoded = generated > 0 ? generated - 1 : 0;
+    metrics_->generation(j.prompt.size(), generated, s.ttft, seconds > 0 ? static_cast<double>(decoded) / seconds : 0.0);
   }
 
   const model::tokenizer* tok_;
@@ -385,16 +527,15 @@ class scheduler {
   std::size_t queue_bound_;
   std::chrono::milliseconds token_delay_{0};
   std::chrono::milliseconds round_trip_{0};
-  std::vector<model::token_id> decoded_;  // the tokens the session holds, in order
-  std::vector<token_report> scored_;      // their echo reports (position i: token i given the ones before)
-  std::size_t scored_top_ = 0;            // the alternatives per report in scored_
-  bool scored_as_ids_ = false;            // whether scored_ names tokens by id
   server::metrics* metrics_;
   exec::serial serial_;
   exec::thread_pool pool_;
   std::unique_ptr<os::runnable_llama> runnable_;
-  std::unique_ptr<model::generator<llama>> generator_;
-  kv::kv_seq session_{};
+  std::vector<std::unique_ptr<slot>> slots_;
+  // One decode step's batch (worker thread only; reserved once).
+  std::vector<kv::kv_seq> batch_sessions_;
+  std::vector<model::token_id> batch_tokens_;
+  std::vector<slot*> batch_slots_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -150,7 +150,7 @@ struct llama_buffers {
   matrix_view<float> rows_x, rows_xn, rows_qkv, rows_att, rows_o, rows_gate_up;  ///< as above, per row
   matrix_view<float> rows_q;     ///< [q_dim] Q after RoPE, gathered for attention
   matrix_view<float> rows_cos, rows_sin, rows_cos_local, rows_sin_local;  ///< [rope_dim]
-  matrix_view<float> rows_logits;  ///< [vocab] per session of a batched decode step (max_batch rows; none for 1)
+  matrix_view<float> rows_logits;  ///< [vocab] per session of a batched decode step (max_batch rows)
 
   std::size_t floats = 0;                ///< all of the above
   std::size_t gemv_workspace_bytes = 0;  ///< one activation row
@@ -164,7 +164,7 @@ struct llama_buffers {
     const std::size_t rope = c.rope_dim, local_rope = c.has_local_layers() ? rope : 0;
     const std::size_t threads = std::max<std::size_t>(1, options.max_threads);
     const std::size_t rows = std::max<std::size_t>({1, options.max_prefill, options.max_batch});
-    const std::size_t batch = options.max_batch > 1 ? options.max_batch : 0;
+    const std::size_t batch = std::max<std::size_t>(1, options.max_batch);
     llama_buffers b;
     const auto next = [&](std::size_t n) {
       float* p = base == nullptr ? nullptr : base + b.floats;
