@@ -142,6 +142,44 @@ commands.bench = async (args) => {
     await model.dispose();
 };
 
+// batch MODEL.gguf THREADS N S...   times llama.cpp's batched decode at THREADS threads: for
+//                                   each S, a context of S sequences, each decoding N tokens
+//                                   greedily from BOS at once (node-llama-cpp puts the
+//                                   sequences' tokens of a step into one llama_decode batch,
+//                                   as llama.cpp's server does with its slots); one JSON line:
+//                                   aggregate tok/s (S x N tokens over the wall time) per S.
+commands.batch = async (args) => {
+    if (args.length < 4) {
+        process.stderr.write("usage: llama_cpp_peer.mjs batch MODEL.gguf THREADS DECODE_TOKENS SEQUENCES...\n");
+        process.exit(2);
+    }
+    const [modelPath, threadsArg, decodeArg, ...sequenceArgs] = args;
+    const threads = Number(threadsArg);
+    const decodeTokens = Number(decodeArg);
+    const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: 0});
+    const model = await llama.loadModel({modelPath});
+    const bos = model.tokens.bos;
+    const result = {};
+    for (const count of sequenceArgs.map(Number)) {
+        const context = await model.createContext({contextSize: 256 * count, batchSize: 512, threads, sequences: count});
+        const sequences = Array.from({length: count}, () => context.getSequence());
+        const decode = async (sequence, n) => {
+            let done = 0;
+            for await (const token of sequence.evaluate([bos], {temperature: 0})) {
+                if (++done >= n) break;
+            }
+        };
+        await Promise.all(sequences.map((s) => decode(s, 1)));  // pages in, as the bench does
+        await Promise.all(sequences.map((s) => s.clearHistory()));
+        const start = performance.now();
+        await Promise.all(sequences.map((s) => decode(s, decodeTokens)));
+        result[count] = count * decodeTokens / ((performance.now() - start) / 1000);
+        await context.dispose();
+    }
+    process.stdout.write(JSON.stringify({threads, decode_tokens: decodeTokens, batch_tok_per_s: result}) + "\n");
+    await model.dispose();
+};
+
 // detokenize MODEL.gguf IDS.jsonl   one JSON object per line in: {"name": ..., "ids": [...]};
 //                                   one line out per object: {"name": ..., "text": ...,
 //                                   "special": ...}, llama_detokenize's text of the ids with

@@ -8,6 +8,7 @@
 #   - every bad request with its status and OpenAI error body
 #   - 50 concurrent requests against a queue of 4: each answered 200 or 429, none lost
 #   - clients that leave mid-stream, and the server still serving
+#   - --parallel 4: concurrent greedy requests batched, each with its text alone
 #   - /metrics counters that moved; SIGTERM stops it with status 0.
 # Every request has a time limit, and the server is killed on any exit.
 # usage: server.sh SERVER GENERATE MODELS WORKDIR   (exit 77: skipped)
@@ -168,7 +169,55 @@ echo "cancelled generations: $(metric hedge_requests_cancelled_total)"
 
 # Chat formats (--chat-template): with stories260K's vocabulary no marker is a token, so a
 # rendered chat is its text sent as a completion prompt, token for token.
-main_url=$url
+# Continuous batching (--parallel 4): four greedy requests at once, each with its own prompt,
+# length and stop, streamed and not, give the texts they give alone on a one-slot server,
+# and run together: with an emulated 40 ms pass, /metrics shows 4 running at once, and the
+# four take about one request's time, not four.
+main_url=$url main_pid=$pid
+batch_body() { # batch_body N STREAM
+  local prompts=("Once upon a time" "The cat" "Lily and Tom went to the park" "One day")
+  local lengths=(40 25 33 18)
+  jq -cn --arg p "${prompts[$1]}" --argjson n "${lengths[$1]}" --argjson s "$2" \
+    '{messages: [{role: "user", content: $p}], temperature: 0, max_tokens: $n, stream: $s, stop: (if $n == 25 then ["."] else null end)}'
+}
+batch_text() { # batch_text FILE: the reply's text, streamed or not
+  if grep -q '^data: ' "$1"; then grep '^data: {' "$1" | sed 's/^data: //' | jq -j '.choices[0].delta.content // empty'
+  else jq -j '.choices[0].message.content' "$1"; fi
+}
+for n in 0 1 2 3; do
+  stream=$([ $((n % 2)) -eq 1 ] && echo true || echo false)
+  curl -sN -m 20 -H 'Content-Type: application/json' "$url/v1/chat/completions" -o "$work/alone$n.out" \
+    --data-binary "$(batch_body $n $stream)"
+  batch_text "$work/alone$n.out" > "$work/alone$n.txt"
+done
+start_server batched --parallel 4 --token-delay-ms 40
+batch_start=$(date +%s%N)
+batch_pids=()
+for n in 0 1 2 3; do
+  stream=$([ $((n % 2)) -eq 1 ] && echo true || echo false)
+  curl -sN -m 30 -H 'Content-Type: application/json' "$url/v1/chat/completions" -o "$work/batched$n.out" \
+    --data-binary "$(batch_body $n $stream)" & batch_pids+=($!)
+done
+most_running=0
+for _ in $(seq 40); do
+  running=$(curl -s -m 2 "$url/metrics" | sed -n 's/^hedge_requests_running //p')
+  [ "${running:-0}" -gt $most_running ] && most_running=$running
+  [ $most_running -ge 4 ] && break
+  sleep 0.05
+done
+wait "${batch_pids[@]}"
+batch_ms=$(( ($(date +%s%N) - batch_start) / 1000000 ))
+for n in 0 1 2 3; do
+  batch_text "$work/batched$n.out" > "$work/batched$n.txt"
+  check "batched request $n: its text alone ($(wc -c < "$work/alone$n.txt") bytes)" \
+    [ -s "$work/alone$n.txt" ] && cmp -s "$work/alone$n.txt" "$work/batched$n.txt"
+done
+check "batched: 4 requests running at once (most seen: $most_running)" [ "$most_running" -ge 4 ]
+# Alone, the longest (40 tokens) takes 40 x 40 ms = 1.6 s and the four 4.6 s one after another.
+check "batched: the four in $batch_ms ms, under 3.2 s (4.6 s one after another)" [ $batch_ms -lt 3200 ]
+kill $pid; wait $pid 2> /dev/null
+url=$main_url pid=$main_pid
+
 chat_format() { # chat_format NAME TEXT
   local main_pid=$pid
   start_server "$1" --chat-template "$1"

@@ -7,7 +7,7 @@
 //   hedge_time_to_first_token_seconds          histogram, from the request's arrival
 //   hedge_decode_tokens_per_second             histogram, per generation
 //   hedge_queue_depth                          gauge, requests waiting for the model
-//   hedge_requests_running                     gauge, 0 or 1
+//   hedge_requests_running                     gauge, generations running (0 to --parallel)
 // One mutex guards them: a few updates per request, never per token.
 #pragma once
 

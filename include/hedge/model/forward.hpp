@@ -509,6 +509,13 @@ class llama {
           return error{errc::invalid_argument} << "session " << sessions[i].index << " in batch rows " << j << " and "
                                                << i;
     }
+    // One session: decode's matrix-vector products, which outrun a GEMM of one row (and
+    // equal it bit for bit where the layout makes GEMM rows GEMVs).
+    if (n == 1) {
+      auto logits = decode(sessions[0], tokens[0], executor);
+      if (!logits) return error{logits.error().code()} << "batch row 0: " << logits.error().message();
+      return matrix_view<const float>(logits->data(), 1, c.vocab_size);
+    }
     const std::span<std::uint64_t> positions(batch_positions_.data(), n);
     for (std::size_t i = 0; i < n; ++i) {
       auto at = extend(sessions[i], 1);
