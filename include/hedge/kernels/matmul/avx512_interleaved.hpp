@@ -354,7 +354,8 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_
 }
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
-/// rows, blocks [x_block, x_block + blocks) of the activation.
+/// rows, blocks [x_block, x_block + blocks) of the activation. The weights are prefetched
+/// where they come from DRAM: a GEMV's (M = 1) and the long streams' (P = 2, gemv_streams.hpp).
 template <int M, int P, class W>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
@@ -365,7 +366,7 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* grou
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (M == 1) {  // GEMV: weights from DRAM
+      if constexpr (M == 1 || P == 2) {  // weights from DRAM
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
       }
@@ -401,6 +402,30 @@ HEDGE_TARGET_AVX512VNNI void pair_rows(const typename tile_group<W>::block* grou
 
 }  // namespace avx512
 
+namespace avx512 {
+
+/// Activation rows up to which a GEMM reads its weights as a GEMV does: a decode batch's
+/// few rows read each weight once from DRAM, so the bandwidth of the long streams counts;
+/// a prefill's tiles of 8 rows re-read them from cache.
+inline constexpr std::size_t stream_rows = 4;
+
+/// M activation rows (M <= stream_rows) against the full groups of a run, read as
+/// gemv_streams long streams (gemv_streams.hpp), every row per tile; returns the groups done.
+template <int M, class W>
+HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::block* group, std::size_t groups,
+                                                 std::size_t blocks, const activation_row<W>* x, float* y,
+                                                 std::size_t y_stride, std::size_t valid) noexcept {
+  static_assert(gemv_streams == 4, "two pairs of streams per tile");
+  const stream_split split(groups, valid);
+  for (std::size_t i = 0; i < split.per_stream; ++i) {
+    pair_tile<M, 2, W>(group + i * blocks, blocks, x, 0,
+                       {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
+  }
+  return split.streamed();
+}
+
+}  // namespace avx512
+
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
 /// VNNI, Q4_0, Q8_0 and Q4_K. The run's full groups are read as gemv_streams long
 /// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
@@ -409,13 +434,8 @@ template <Interleavable W>
   requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k>)
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
-  static_assert(gemv_streams == 4, "two pairs of streams per tile");
   const stream_split split(groups, valid);
-  for (std::size_t i = 0; i < split.per_stream; ++i) {
-    avx512::pair_tile<1, 2, W>(group + i * blocks, blocks, &x, 0,
-                            {y + i * interleave_rows, 0, 4 * interleave_rows, false, split.per_stream});
-  }
-  std::size_t g = split.streamed();
+  std::size_t g = avx512::stream_tiles<1, W>(group, groups, blocks, &x, y, 0, valid);
   for (; g + 2 <= split.full; g += 2) {
     avx512::pair_tile<1, 1, W>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
@@ -426,14 +446,24 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 }
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
-/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0 and Q8_0: pairs
-/// of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
+/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0 and Q8_0: up to
+/// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
+/// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
+/// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
 template <Interleavable W>
   requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0>)
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid) noexcept {
   std::size_t g = 0;
+  switch (rows) {
+    case 1: g = avx512::stream_tiles<1, W>(group, groups, blocks, x, y, y_stride, valid); break;
+    case 2: g = avx512::stream_tiles<2, W>(group, groups, blocks, x, y, y_stride, valid); break;
+    case 3: g = avx512::stream_tiles<3, W>(group, groups, blocks, x, y, y_stride, valid); break;
+    case 4: g = avx512::stream_tiles<4, W>(group, groups, blocks, x, y, y_stride, valid); break;
+    default: break;
+  }
+  static_assert(avx512::stream_rows == 4, "a case per row count");
   for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
     avx512::pair_rows<W>(group + g * blocks, blocks, x, 0, rows,
                          {y + g * interleave_rows, y_stride, 2 * interleave_rows});
