@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds hedge's benchmarks (Release, -march=native), runs every bench binary and
-# writes the per-CPU report: bench-report/<cpu>.md, <cpu>.json and <cpu>.svg (a
+# writes the per-CPU report: bench-report/<cpu>.md, <cpu>.json, <cpu>.svg and
+# <cpu>-scaling.svg (a
 # table per kernel of every arch variant this CPU supports, bytes/s or GFLOP/s,
 # bw_fraction, the best variant marked). Each binary first records in its JSON
 # context the CPU name, the hedge arch tags it supports and the read bandwidth bound.

@@ -20,9 +20,10 @@ namespace hedge::bench {
 /// Every hardware thread of this machine (at least 1).
 inline std::size_t hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-/// The thread counts every benchmark family runs at: 1 and every hardware thread.
+/// The thread counts every benchmark family runs at: 1, 2, 4, ... and every hardware thread.
 inline std::vector<std::size_t> thread_counts() {
   std::vector<std::size_t> counts{1};
+  for (std::size_t t = 2; t < hardware_threads(); t *= 2) counts.push_back(t);
   if (hardware_threads() > 1) counts.push_back(hardware_threads());
   return counts;
 }

@@ -1,5 +1,5 @@
 // hedge-bench-report: turns the Google Benchmark JSON of hedge bench binaries
-// into bench-report/<cpu>.md, <cpu>.json and <cpu>.svg (see scripts/bench.sh).
+// into bench-report/<cpu>.md, <cpu>.json, <cpu>.svg and <cpu>-scaling.svg (see scripts/bench.sh).
 //
 //   hedge-bench-report --out DIR [--command TEXT] RESULT.json...
 #include <cstdio>
@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   const report r = std::move(builder).finish();
   const std::string base = out_dir + "/" + slug(r.machine.cpu_name);
   if (!write_file(base + ".md", to_markdown(r, command)) || !write_file(base + ".json", to_json(r).dump(2) + "\n") ||
-      !write_file(base + ".svg", to_svg(r))) {
-    std::fprintf(stderr, "hedge-bench-report: cannot write %s.{md,json,svg}\n", base.c_str());
+      !write_file(base + ".svg", to_svg(r)) || !write_file(base + "-scaling.svg", to_scaling_svg(r))) {
+    std::fprintf(stderr, "hedge-bench-report: cannot write %s.{md,json,svg} or %s-scaling.svg\n", base.c_str(),
+                 base.c_str());
     return 1;
   }
   std::size_t cases = 0;

@@ -1,12 +1,15 @@
-// tools/bench_report/render.hpp: the per-CPU report as Markdown, JSON and an
-// SVG bar chart.
+// tools/bench_report/render.hpp: the per-CPU report as Markdown, JSON, an SVG bar
+// chart, and an SVG of how each case scales with threads.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "results.hpp"
 
@@ -45,6 +48,40 @@ inline std::string bandwidth_list(const std::map<std::size_t, double>& by_thread
   return out.empty() ? "not measured" : out;
 }
 
+/// How one case (a kernel's case less its thread count) scales: its best variant's rate
+/// (bytes/s, else GFLOP/s) at each thread count measured.
+struct scaling_row {
+  std::string name;  ///< kernel and case, "threads:N" taken out
+  bool bytes = false;
+  std::map<std::size_t, double> rate;  ///< threads -> the best variant's rate
+};
+
+/// The cases measured at two or more thread counts.
+inline std::vector<scaling_row> scaling(const report& r) {
+  std::vector<scaling_row> rows;
+  for (const auto& k : r.kernels) {
+    for (const auto& c : k.cases) {
+      const auto at = c.name.find("threads:");
+      if (at == std::string::npos) continue;
+      const std::size_t threads = std::strtoul(c.name.c_str() + at + 8, nullptr, 10);
+      std::string base = c.name.substr(0, at);
+      if (const auto end = c.name.find('/', at); end != std::string::npos) base += c.name.substr(end + 1);
+      while (!base.empty() && base.back() == '/') base.pop_back();
+      const std::string name = k.kernel + "/" + base;
+      auto row = std::find_if(rows.begin(), rows.end(), [&](const scaling_row& x) { return x.name == name; });
+      if (row == rows.end()) row = rows.insert(rows.end(), scaling_row{name, false, {}});
+      for (const auto& v : c.variants) {
+        const std::optional<double> rate = v.bytes_per_second ? v.bytes_per_second : v.gflops;
+        if (!rate || threads == 0) continue;
+        row->bytes = v.bytes_per_second.has_value();
+        row->rate[threads] = std::max(row->rate[threads], *rate);
+      }
+    }
+  }
+  std::erase_if(rows, [](const scaling_row& x) { return x.rate.size() < 2 || !x.rate.contains(1); });
+  return rows;
+}
+
 /// `command` is how the figures were produced, printed in the header.
 inline std::string to_markdown(const report& r, const std::string& command) {
   const auto& m = r.machine;
@@ -73,6 +110,24 @@ inline std::string to_markdown(const report& r, const std::string& command) {
               (v.bytes_per_second ? format("%.2f", *v.bytes_per_second * 1e-9) : "") + " | " +
               (v.gflops ? format("%.1f", *v.gflops) : "") + " | " +
               (v.bw_fraction ? format("%.3f", *v.bw_fraction) : "") + " | " + (v.best ? "**best**" : "") + " |\n";
+      }
+    }
+  }
+  const auto rows = scaling(r);
+  if (!rows.empty()) {
+    md += "\n## Scaling with threads\n\nEach case's best variant at each thread count, over its rate at 1 thread "
+          "(the bound: the read bandwidth at start-up, over its 1-thread figure). Plot: `<cpu>-scaling.svg`.\n\n"
+          "| case | threads | rate | speed-up | bound's speed-up |\n|---|---:|---:|---:|---:|\n";
+    for (const auto& row : rows) {
+      for (const auto& [threads, rate] : row.rate) {
+        const auto bound = m.read_bandwidth.find(threads), one = m.read_bandwidth.find(1);
+        md += "| " + row.name + " | " + std::to_string(threads) + " | " +
+              (row.bytes ? format("%.2f GB/s", rate * 1e-9) : format("%.1f GFLOP/s", rate)) + " | " +
+              format("%.2f", rate / row.rate.at(1)) + " | " +
+              (row.bytes && bound != m.read_bandwidth.end() && one != m.read_bandwidth.end()
+                   ? format("%.2f", bound->second / one->second)
+                   : "") +
+              " |\n";
       }
     }
   }
@@ -177,6 +232,52 @@ inline std::string to_svg(const report& r) {
              std::to_string(one) + "\" y2=\"" + std::to_string(y) +
              "\" stroke=\"#c0392b\" stroke-dasharray=\"3,3\"/>\n";
     }
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+/// The scaling plot: per case, its speed-up over 1 thread against the thread count (a bar
+/// per thread count, a tick at the ideal N and, for bandwidth-bound cases, a red one at the
+/// read bandwidth's own speed-up).
+inline std::string to_scaling_svg(const report& r) {
+  const auto rows = scaling(r);
+  std::size_t most_threads = 1;
+  for (const auto& row : rows) most_threads = std::max(most_threads, row.rate.rbegin()->first);
+  constexpr int label_width = 470, bar_width = 420, value_width = 80, row_height = 14, gap = 8, margin = 10;
+  int height = margin * 2 + 30;
+  for (const auto& row : rows) height += int(row.rate.size()) * row_height + gap;
+  const int width = margin * 2 + label_width + bar_width + value_width;
+  const double scale = bar_width / (double(most_threads) * 1.1);
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" font-family=\"monospace\" font-size=\"11\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += "<text x=\"" + std::to_string(margin) + "\" y=\"" + std::to_string(margin + 14) +
+         "\" font-size=\"14\" font-weight=\"bold\">hedge scaling: " + r.machine.cpu_name +
+         " (bars: speed-up over 1 thread; black tick: N; red tick: the read bandwidth's)</text>\n";
+  int y = margin + 30;
+  const int x0 = margin + label_width;
+  const auto tick = [&](double speedup, const char* colour) {
+    const int x = x0 + int(speedup * scale);
+    return "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(y + 1) + "\" x2=\"" + std::to_string(x) +
+           "\" y2=\"" + std::to_string(y + row_height - 1) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>";
+  };
+  const auto& bw = r.machine.read_bandwidth;
+  for (const auto& row : rows) {
+    for (const auto& [threads, rate] : row.rate) {
+      const double speedup = rate / row.rate.at(1);
+      svg += "<text x=\"" + std::to_string(x0 - 6) + "\" y=\"" + std::to_string(y + 11) + "\" text-anchor=\"end\">" +
+             row.name + "  threads:" + std::to_string(threads) + "</text>";
+      svg += "<rect x=\"" + std::to_string(x0) + "\" y=\"" + std::to_string(y + 2) + "\" width=\"" +
+             std::to_string(int(std::max(0.0, speedup) * scale)) + "\" height=\"" + std::to_string(row_height - 4) +
+             "\" fill=\"#7a9cc6\"/>";
+      svg += tick(double(threads), "black");
+      if (row.bytes && bw.contains(threads) && bw.contains(1)) svg += tick(bw.at(threads) / bw.at(1), "#c0392b");
+      svg += "<text x=\"" + std::to_string(x0 + int(double(most_threads) * 1.1 * scale) + 4) + "\" y=\"" +
+             std::to_string(y + 11) + "\">" + format("%.2fx", speedup) + "</text>\n";
+      y += row_height;
+    }
+    y += gap;
   }
   svg += "</svg>\n";
   return svg;
