@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds hedge's benchmarks (Release, -march=native), runs every bench binary and
-# writes the per-CPU report: bench-report/<cpu>.md, <cpu>.json, <cpu>.svg and
-# <cpu>-scaling.svg (a
-# table per kernel of every arch variant this CPU supports, bytes/s or GFLOP/s,
-# bw_fraction, the best variant marked). Each binary first records in its JSON
-# context the CPU name, the hedge arch tags it supports and the read bandwidth bound.
+# writes the per-CPU report: bench-report/<cpu>.md, <cpu>.json, <cpu>.svg (a table
+# per kernel of every arch variant this CPU supports, bytes/s or GFLOP/s, bw_fraction,
+# the best variant marked) and <cpu>-scaling.svg (each case against the thread
+# count). Each binary first records in its JSON context the CPU name, the hedge arch
+# tags it supports and the read bandwidth bound.
 #
 # Usage: ./scripts/bench.sh [--quick] [FILTER]
 #   FILTER   a Google Benchmark regex on names, e.g. gemv/q4_0 or 'ops/rmsnorm/.*/hot'
@@ -18,7 +18,7 @@ filter="."
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench.sh: unknown option $arg" >&2; exit 2 ;;
     *) filter="$arg" ;;
   esac
