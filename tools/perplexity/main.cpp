@@ -4,9 +4,9 @@
 //
 //   hedge-perplexity -m MODEL -f TEXT [--reference MODEL] [--ctx N] [--chunks N] [--threads N]
 //
-// The text is tokenized whole (BOS first where the vocabulary adds one) and cut into chunks
-// of --ctx tokens (default 512, llama-perplexity's); the second half of each chunk is
-// scored. Both models run in this process: no logits file. On stderr, the running estimate
+// The text (less one final newline, as llama.cpp's -f reads it) is tokenized whole (BOS first
+// where the vocabulary adds one) and cut into chunks of --ctx tokens (default 512,
+// llama-perplexity's); the second half of each chunk is scored. Both models run in this process: no logits file. On stderr, the running estimate
 // after each chunk ("[1]4.1234,[2]..." as llama.cpp prints it; with --reference, a line per
 // chunk) and llama.cpp's "Final estimate: PPL = X +/- E". On stdout, "perplexity: X +/- E",
 // with --reference the comparison's lines (llama.cpp's names), then one JSON line with
@@ -77,8 +77,11 @@ result<os::runnable_llama> prepare(os::loaded_model& m, const std::string& path,
   return run;
 }
 
+/// `name` padded to 30 columns (a multi-byte character, as in "Δp", takes one).
 void print_estimate(const char* name, estimate e, double scale = 1.0, const char* unit = "") {
-  std::printf("%-30s: %10.6f ± %10.6f%s\n", name, scale * e.value, scale * e.uncertainty, unit);
+  int columns = 0;
+  for (const char* c = name; *c != 0; ++c) columns += (static_cast<unsigned char>(*c) & 0xC0) != 0x80;
+  std::printf("%s%*s: %10.6f ± %10.6f%s\n", name, 30 - columns, "", scale * e.value, scale * e.uncertainty, unit);
 }
 
 /// `"name":value,"name_error":uncertainty` for the JSON line.
@@ -108,8 +111,9 @@ int evaluate(const options& o, E& executor) {
   }
   auto text = os::mapped_file::open(o.text);
   if (!text) return fail(text.error());
-  const auto bytes = text->bytes();
-  auto tokens = m->tok.encode({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+  std::string_view content(reinterpret_cast<const char*>(text->bytes().data()), text->bytes().size());
+  if (!content.empty() && content.back() == '\n') content.remove_suffix(1);  // as llama.cpp's -f reads a file
+  auto tokens = m->tok.encode(content);
   if (!tokens) return fail(error{tokens.error().code()} << o.text << ": " << tokens.error().message());
   auto chunks = perplexity_chunks::plan(tokens->size(), o.context, o.chunks);
   if (!chunks) return fail(error{chunks.error().code()} << o.text << ": " << chunks.error().message());
