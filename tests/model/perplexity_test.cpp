@@ -194,6 +194,28 @@ TEST(Perplexity, MeasurementMatchesAFloat64ForwardPass) {
   EXPECT_NEAR(got->log_perplexity().value, want.value, 1e-5);
   EXPECT_NEAR(got->log_perplexity().uncertainty, want.uncertainty, 1e-5);
 
+  // The scored half in blocks of 4 rows (the last one 1): each position's logits as above.
+  auto session = model->create_session();
+  ASSERT_TRUE(session);
+  auto run = chunk_run<llama<>>::make(*model, *session, chunks->first, 4);
+  ASSERT_TRUE(run);
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::vector<token_id> input(ids.begin() + static_cast<std::ptrdiff_t>(i * 20),
+                                ids.begin() + static_cast<std::ptrdiff_t>(i * 20 + 20));
+    input[0] = 1;
+    run->begin(input);
+    const auto rows = reference_chunk(*reference, ids, *chunks, i);
+    for (const auto& row : rows) {
+      auto logits = run->next(serial);
+      ASSERT_TRUE(logits) << logits.error().message();
+      double worst = 0;
+      for (std::size_t j = 0; j < row.size(); ++j) worst = std::max(worst, std::fabs((*logits)[j] - row[j]));
+      EXPECT_LT(worst, 1e-4);
+    }
+    expect_error(run->next(serial).error(), errc::out_of_range, "the chunk's 20 positions are all scored");
+  }
+  ASSERT_TRUE(model->release(*session));
+
   // Without BOS in place of each chunk's first token the figure changes: the replacement is done.
   auto plain = measure_perplexity(*model, ids, *chunks, no_token, serial, [](std::size_t, const auto&) {});
   ASSERT_TRUE(plain);

@@ -9,9 +9,9 @@
 # Final estimate at its defaults: -c 512, F16 KV cache, -t 1), on these same hedge-quantize
 # files, 2026-11-28; --kl-divergence against the F32 file's --kl-divergence-base. Tolerances:
 # F32 within 0.05% (measured 0.001%: the F16 KV cache barely moves F32 logits); the quantized
-# files within 0.5% (measured at most 0.14%, Q5_K_M): the F16 KV cache and ggml-cpu's
+# files within 0.5% (measured at most 0.07%, Q5_K_M): the F16 KV cache and ggml-cpu's
 # activation quantizer move activations by ulps, which the Q8_0 rounding of the activations
-# makes into whole steps at ties (docs/model.md, hedge-quantize), about 1/30 of the
+# makes into whole steps at ties (docs/model.md, hedge-quantize), about 1/50 of the
 # figures' own ± uncertainty. KLD within 5% and "same top p" within 1 point: llama.cpp's
 # reference log-probabilities are 16-bit steps, hedge's exact.
 # usage: perplexity.sh PERPLEXITY QUANTIZE MODELS WORKDIR   (exit 77: skipped)

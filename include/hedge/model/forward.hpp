@@ -20,9 +20,9 @@
 // `llama_options::max_prefill` rows: the same steps with the rows of X as the activations,
 // GEMMs (kernels/gemm.hpp) for the projections, the per-row steps above per row, and
 // causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
-// the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
-// bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
-// summation order (tests bound it).
+// the classifier runs on the last row only (on every row: prefill_logits, for scoring a
+// text). A GEMM row equals the GEMV of that row bit for bit, so prefill's logits differ from
+// a loop of decodes only by the attention kernels' summation order (tests bound it).
 // RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
 // "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
 // the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
@@ -439,6 +439,40 @@ class llama {
   /// has already overwritten the positions it would return to, says so: release it).
   template <Executor E>
   result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens, E& executor) noexcept {
+    HEDGE_TRY(prefill_rows(s, tokens, {}, executor));
+    return std::span<const float>(buffers_.logits.data(), weights_->config.vocab_size);
+  }
+
+  result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens) noexcept {
+    exec::serial serial;
+    return prefill(s, tokens, serial);
+  }
+
+  /// As prefill, with the logits after every token: row i of `logits` ([tokens.size() x
+  /// vocab]) after tokens[i], as decode would give them but for the attention's summation
+  /// order. For scoring a text (model/perplexity.hpp): the layers run once per chunk of rows,
+  /// the classifier once per row (a GEMV, equal to the GEMM's row bit for bit).
+  template <Executor E>
+  result<void> prefill_logits(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits,
+                              E& executor) noexcept {
+    if (logits.rows() != tokens.size() || logits.cols() != weights_->config.vocab_size)
+      return error{errc::shape_mismatch} << "prefill_logits: " << logits.rows() << " x " << logits.cols()
+                                         << " logits for " << tokens.size() << " tokens of a vocabulary of "
+                                         << weights_->config.vocab_size;
+    return prefill_rows(s, tokens, logits, executor);
+  }
+
+  result<void> prefill_logits(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits) noexcept {
+    exec::serial serial;
+    return prefill_logits(s, tokens, logits, serial);
+  }
+
+ private:
+  /// prefill's work: the classifier on the last row, or on every row into `logits` when it is
+  /// not empty.
+  template <Executor E>
+  result<void> prefill_rows(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits,
+                            E& executor) noexcept {
     const auto& c = weights_->config;
     if (tokens.empty()) return error{errc::invalid_argument} << "prefill of no tokens";
     for (std::size_t i = 0; i < tokens.size(); ++i)
@@ -453,8 +487,10 @@ class llama {
     for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
       const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
       auto at = extend(s, chunk.size());
-      result<void> done = at.ok() ? prefill_chunk(s, chunk, *at, first + chunk.size() == tokens.size(), executor)
-                                  : result<void>(at.error());
+      const bool last = first + chunk.size() == tokens.size() && logits.rows() == 0;
+      result<void> done = at.ok() ? prefill_chunk(s, chunk, *at, last, executor) : result<void>(at.error());
+      for (std::size_t i = 0; done.ok() && logits.rows() != 0 && i < chunk.size(); ++i)
+        done = classify(buffers_.rows_x.row(i), buffers_.rows_xn.row(i), logits.row(first + i), executor);
       if (!done) {
         if (!rollback(s, *have))
           return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
@@ -462,15 +498,9 @@ class llama {
         return done.error();
       }
     }
-    return std::span<const float>(buffers_.logits.data(), c.vocab_size);
+    return ok();
   }
 
-  result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens) noexcept {
-    exec::serial serial;
-    return prefill(s, tokens, serial);
-  }
-
- private:
   /// Sets up the global layers' cache and, where it saves memory, the local layers' ring.
   result<void> make_caches() noexcept {
     const auto& c = weights_->config;
@@ -743,11 +773,18 @@ class llama {
       each_row([&](std::size_t i) { add_residual(y.post_ffn_norm, o.row(i), x.row(i)); });
     }
     if (!last) return ok();
-    const auto final_row = xn.row(rows - 1);
-    kernels::rmsnorm(x.row(rows - 1), w.output_norm, c.norm_eps, final_row);
-    HEDGE_TRY(matvec<Formats>(output_, final_row, b.logits,
-                              std::span<std::byte>(workspace_.data(), b.gemv_workspace_bytes), executor));
-    cap_logits(b.logits);
+    return classify(x.row(rows - 1), xn.row(rows - 1), b.logits, executor);
+  }
+
+  /// The logits of one prefill row: `x` (the row's residual stream after the layers)
+  /// normalised into `xn`, the classifier, the soft-cap.
+  template <Executor E>
+  result<void> classify(vector_view<const float> x, vector_view<float> xn, vector_view<float> logits,
+                        E& executor) noexcept {
+    kernels::rmsnorm(x, weights_->output_norm, weights_->config.norm_eps, xn);
+    HEDGE_TRY(matvec<Formats>(output_, xn, logits,
+                              std::span<std::byte>(workspace_.data(), buffers_.gemv_workspace_bytes), executor));
+    cap_logits(logits);
     return ok();
   }
 

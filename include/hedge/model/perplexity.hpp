@@ -28,9 +28,9 @@
 //     perplexity here are those of the float logits;
 //   - log-softmax in double throughout (llama.cpp sums expf terms in double and rounds the
 //     result to float in KL mode);
-//   - a chunk's context half runs as one prefill and the scored half token by token (the
-//     forward pass's decode; llama.cpp asks one batch for the scored rows' logits), which
-//     changes the logits by the attention kernels' summation order only (forward.hpp);
+//   - a chunk runs as prefills: its context half, then its scored half in blocks of up to 64
+//     rows whose every logit row is kept (forward.hpp's prefill_logits; llama.cpp runs the
+//     chunk as one batch that outputs the scored rows);
 //   - the standard error of a mean is computed for any count above one (llama.cpp's KL mode
 //     prints 0 below 11).
 // The forward pass itself differs from llama.cpp's as docs/model.md says (the KV cache's
@@ -45,10 +45,12 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
+#include "hedge/core/view.hpp"
 #include "hedge/kv/cache.hpp"
 #include "hedge/model/scoring.hpp"
 #include "hedge/model/vocabulary.hpp"
@@ -240,33 +242,63 @@ inline result<void> check_same_vocabulary(const vocabulary& v, const vocabulary&
   return ok();
 }
 
-/// One chunk run through one model's session: the context half as one prefill, then the
-/// scored half a token at a time. Each `next` returns the logits of the next scored position
-/// (first, first + 1, ..., context - 2), valid until the model's next call.
+/// Chunks run through one model's session, one at a time: the context half as one prefill,
+/// then the scored half in blocks of rows whose logits prefill_logits keeps (forward.hpp),
+/// handed out a position at a time. Each `next` returns the logits of the chunk's next
+/// scored position (first, first + 1, ..., context - 2), valid until the block's last.
 template <class Model>
 class chunk_run {
  public:
-  /// `input`: the chunk as the model sees it (BOS first where the vocabulary adds one).
-  chunk_run(Model& model, kv::kv_seq session, std::span<const token_id> input, std::size_t first) noexcept
-      : model_(&model), session_(session), input_(input), first_(first) {}
+  /// The most logits a block holds: 4 Mi floats (16 MiB), and at most 64 rows.
+  static constexpr std::size_t block_floats = std::size_t{1} << 22, max_block_rows = 64;
+
+  /// `rows`: the rows of a block (0: as many as block_floats and max_block_rows allow).
+  static result<chunk_run> make(Model& model, kv::kv_seq session, std::size_t first, std::size_t rows = 0) noexcept {
+    const std::size_t vocab = model.config().vocab_size;
+    if (rows == 0) rows = std::clamp<std::size_t>(block_floats / std::max<std::size_t>(1, vocab), 1, max_block_rows);
+    auto block = heap_storage<float>::make(rows * vocab);
+    if (!block) return block.error();
+    return chunk_run(model, session, first, rows, std::move(*block));
+  }
+
+  /// Starts chunk `input` (as the model sees it: BOS first where the vocabulary adds one).
+  void begin(std::span<const token_id> input) noexcept {
+    input_ = input;
+    at_ = block_end_ = 0;
+  }
 
   template <Executor E>
   result<std::span<const float>> next(E& executor) noexcept {
+    const std::size_t vocab = model_->config().vocab_size;
     if (at_ == 0) {
       HEDGE_TRY(model_->rollback(session_, 0));
-      at_ = first_;
-      return model_->prefill(session_, input_.first(first_ + 1), executor);
+      auto context = model_->prefill(session_, input_.first(first_), executor);
+      if (!context) return context.error();
+      at_ = block_end_ = first_;
     }
-    if (at_ + 2 >= input_.size())
+    if (at_ + 1 >= input_.size())
       return error{errc::out_of_range} << "chunk_run: the chunk's " << input_.size() << " positions are all scored";
-    return model_->decode(session_, input_[++at_], executor);
+    if (at_ == block_end_) {
+      const std::size_t rows = std::min(block_rows_, input_.size() - 1 - at_);
+      HEDGE_TRY(model_->prefill_logits(session_, input_.subspan(at_, rows),
+                                       matrix_view<float>(block_.data(), rows, vocab), executor));
+      block_begin_ = at_;
+      block_end_ = at_ + rows;
+    }
+    const std::size_t row = at_++ - block_begin_;
+    return std::span<const float>(block_.data() + row * vocab, vocab);
   }
 
  private:
+  chunk_run(Model& model, kv::kv_seq session, std::size_t first, std::size_t rows, heap_storage<float> block) noexcept
+      : model_(&model), session_(session), first_(first), block_rows_(rows), block_(std::move(block)) {}
+
   Model* model_;
   kv::kv_seq session_;
+  std::size_t first_, block_rows_;
+  heap_storage<float> block_;
   std::span<const token_id> input_;
-  std::size_t first_, at_ = 0;
+  std::size_t at_ = 0, block_begin_ = 0, block_end_ = 0;
 };
 
 namespace detail {
@@ -327,13 +359,15 @@ result<perplexity_accumulator> measure_perplexity(Model& model, std::span<const 
   detail::run_session<Model> session(model);
   auto s = session.open();
   if (!s) return s.error();
+  auto run = chunk_run<Model>::make(model, *s, chunks.first);
+  if (!run) return run.error();
   perplexity_accumulator sums;
   for (std::size_t i = 0; i < chunks.count; ++i) {
     detail::chunk_input(tokens, chunks, i, bos, {input->data(), input->size()});
-    chunk_run<Model> run(model, *s, {input->data(), input->size()}, chunks.first);
+    run->begin({input->data(), input->size()});
     const auto chunk = chunks.chunk(tokens, i);
     for (std::size_t k = chunks.first; k + 1 < chunks.context; ++k) {
-      auto logits = run.next(executor);
+      auto logits = run->next(executor);
       if (!logits) return logits.error();
       sums.add(*logits, chunk[k + 1]);
     }
@@ -365,16 +399,20 @@ result<kl_divergence_accumulator> measure_kl_divergence(Model& model, Reference&
   if (!s) return s.error();
   auto r = reference_session.open();
   if (!r) return r.error();
+  auto run = chunk_run<Model>::make(model, *s, chunks.first);
+  if (!run) return run.error();
+  auto reference_run = chunk_run<Reference>::make(reference, *r, chunks.first);
+  if (!reference_run) return reference_run.error();
   kl_divergence_accumulator sums;
   for (std::size_t i = 0; i < chunks.count; ++i) {
     detail::chunk_input(tokens, chunks, i, bos, {input->data(), input->size()});
-    chunk_run<Model> run(model, *s, {input->data(), input->size()}, chunks.first);
-    chunk_run<Reference> reference_run(reference, *r, {input->data(), input->size()}, chunks.first);
+    run->begin({input->data(), input->size()});
+    reference_run->begin({input->data(), input->size()});
     const auto chunk = chunks.chunk(tokens, i);
     for (std::size_t k = chunks.first; k + 1 < chunks.context; ++k) {
-      auto logits = run.next(executor);
+      auto logits = run->next(executor);
       if (!logits) return logits.error();
-      auto reference_logits = reference_run.next(executor);
+      auto reference_logits = reference_run->next(executor);
       if (!reference_logits) return reference_logits.error();
       sums.add(*logits, *reference_logits, chunk[k + 1]);
     }
