@@ -33,8 +33,8 @@
 //     chunk as one batch that outputs the scored rows);
 //   - the standard error of a mean is computed for any count above one (llama.cpp's KL mode
 //     prints 0 below 11).
-// The forward pass itself differs from llama.cpp's as docs/model.md says (the KV cache's
-// element, F32 here and F16 there, above all).
+// The forward pass itself differs from llama.cpp's as docs/model.md says (hedge's F32 KV
+// cache against llama.cpp's F16 one, and ties in the activations' Q8_0 rounding).
 //
 // No OS calls: the caller tokenizes the text and runs the model's sessions on its executor.
 #pragma once
