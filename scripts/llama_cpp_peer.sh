@@ -7,6 +7,7 @@
 #   scripts/llama_cpp_peer.sh greedy-logits MODEL.gguf N ID... > IDS_AND_LOGITS.txt
 #   scripts/llama_cpp_peer.sh quant-reference > tests/quant/data/ggml_quant_reference.txt
 #   scripts/llama_cpp_peer.sh quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0
+#   scripts/llama_cpp_peer.sh perplexity -m MODEL.gguf -f TEXT [llama-perplexity's options]
 #
 # quant-reference runs scripts/ggml_quant_reference.py on the package's libggml-base.so:
 # ggml's own reference quantizers' bytes for the format tests. quantize runs
@@ -215,6 +216,30 @@ CPP
   fi
   shift
   exec "$quantizer" "$@"
+fi
+
+# perplexity: llama.cpp's own llama-perplexity, its tools/perplexity/perplexity.cpp from the
+# shipped source built against the package's libllama-common, with the package's CPU
+# backends loaded first (its libggml finds none by itself).
+perplexity_tool=$peer/bin/llama-perplexity
+if [ "${1:-}" = perplexity ]; then
+  if [ ! -x "$perplexity_tool" ]; then
+    cat > "$peer/perplexity_main.cpp" <<'CPP'
+#include "ggml-backend.h"
+int llama_perplexity(int argc, char** argv);
+int main(int argc, char** argv) {
+  ggml_backend_load_all_from_path(HEDGE_PEER_BACKENDS);
+  return llama_perplexity(argc, argv);
+}
+CPP
+    g++ -std=c++17 -O2 -o "$perplexity_tool" "$peer/perplexity_main.cpp" "$peer/llama.cpp/tools/perplexity/perplexity.cpp" \
+      -DHEDGE_PEER_BACKENDS="\"$bins\"" -I "$peer/llama.cpp/common" -I "$peer/llama.cpp/include" \
+      -I "$peer/llama.cpp/ggml/include" -I "$peer/llama.cpp/vendor" "$bins/libllama-common.so" \
+      "$(ls "$bins"/libllama.v*.so | head -n 1)" "$(ls "$bins"/libggml.v*.so | head -n 1)" "$bins/libggml-base.so" \
+      -Wl,-rpath,"$bins" -lpthread >&2
+  fi
+  shift
+  exec "$perplexity_tool" "$@"
 fi
 
 export HEDGE_LLAMA_CPP_TOKENIZE_BYTES=$helper

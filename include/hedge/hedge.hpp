@@ -89,6 +89,7 @@
 #include "hedge/model/llama2c.hpp"
 #include "hedge/model/llama2c_tokenizer.hpp"
 #include "hedge/model/merge_heap.hpp"
+#include "hedge/model/perplexity.hpp"
 #include "hedge/model/pre_tokenizer.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/model/sampler.hpp"

@@ -293,6 +293,41 @@ TEST(LlamaForward, PrefillEqualsTheDecodeLoop) {
   expect_prefill_matches_decodes(s.weights, ref, 100, 7, 1e-5);   // chunks smaller than a query tile
 }
 
+// prefill_logits: every row's logits, each as the decode loop gives them (the tolerance
+// above), after a session that already holds positions; the last row is prefill's.
+TEST(LlamaForward, PrefillLogitsGiveEveryRowsDecodeLogits) {
+  SKIP_WITHOUT_MODELS();
+  const stories s;
+  const auto ref = load_reference("llama2c_noprompt_n256");
+  auto model = llama<>::make(s.weights, {.max_sessions = 2, .context = 64, .max_prefill = 7});
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  const std::span<const std::int32_t> ids(ref.inputs.data(), 40);
+  auto loop = *model->create_session();
+  std::vector<std::vector<float>> decoded;
+  for (const auto t : ids) {
+    const auto r = model->decode(loop, t);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    decoded.emplace_back(r->begin(), r->end());
+  }
+  auto seq = *model->create_session();
+  ASSERT_TRUE(model->prefill(seq, ids.first(10)).ok());
+  std::vector<float> rows(30 * 512);
+  ASSERT_TRUE(model->prefill_logits(seq, ids.subspan(10), hedge::matrix_view<float>(rows.data(), 30, 512)).ok());
+  EXPECT_EQ(*model->length(seq), 40u);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < 30; ++i)
+    worst = std::max(worst, largest_difference({rows.data() + i * 512, 512}, decoded[10 + i]));
+  EXPECT_LT(worst, 1e-5);
+  ASSERT_TRUE(model->rollback(seq, 10).ok());
+  const auto last = model->prefill(seq, ids.subspan(10));
+  ASSERT_TRUE(last.ok());
+  EXPECT_TRUE(std::equal(last->begin(), last->end(), rows.data() + 29 * 512));
+  const auto wrong = model->prefill_logits(seq, ids.first(3), hedge::matrix_view<float>(rows.data(), 2, 512));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code(), hedge::errc::shape_mismatch);
+  EXPECT_EQ(*model->length(seq), 40u);  // refused before anything ran
+}
+
 // Tolerance: the interleaved kernels take the same integer block products per row as the
 // file layout's, and add the per-block float terms in another order (8 rows in the lanes
 // of one register, not one row across them): each dot product moves by a few ulps.

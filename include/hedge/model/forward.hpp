@@ -20,9 +20,9 @@
 // `llama_options::max_prefill` rows: the same steps with the rows of X as the activations,
 // GEMMs (kernels/gemm.hpp) for the projections, the per-row steps above per row, and
 // causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
-// the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
-// bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
-// summation order (tests bound it).
+// the classifier runs on the last row only (on every row: prefill_logits, for scoring a
+// text). A GEMM row equals the GEMV of that row bit for bit, so prefill's logits differ from
+// a loop of decodes only by the attention kernels' summation order (tests bound it).
 // `decode_batch` is a decode step of several sessions in one pass over the weights
 // (continuous batching, as llama.cpp's server runs its slots): the same rows pass as a
 // prefill chunk, but row i is session i's next token, its attention is decode's over that
@@ -456,35 +456,32 @@ class llama {
   /// has already overwritten the positions it would return to, says so: release it).
   template <Executor E>
   result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens, E& executor) noexcept {
-    const auto& c = weights_->config;
-    if (tokens.empty()) return error{errc::invalid_argument} << "prefill of no tokens";
-    for (std::size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] < 0 || static_cast<std::uint32_t>(tokens[i]) >= c.vocab_size)
-        return error{errc::out_of_range} << "prompt token " << i << " is " << tokens[i] << ", outside the vocabulary of "
-                                         << c.vocab_size;
-    auto have = cache_.length(s);
-    if (!have) return have.error();
-    if (*have + tokens.size() > options_.context)
-      return error{errc::capacity_exceeded} << "a prompt of " << tokens.size() << " tokens after " << *have
-                                            << " does not fit the context of " << options_.context;
-    for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
-      const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
-      auto at = extend(s, chunk.size());
-      result<void> done = at.ok() ? prefill_chunk(s, chunk, *at, first + chunk.size() == tokens.size(), executor)
-                                  : result<void>(at.error());
-      if (!done) {
-        if (!rollback(s, *have))
-          return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
-                                            << "the window at " << *have << " positions: release the session";
-        return done.error();
-      }
-    }
-    return std::span<const float>(buffers_.logits.data(), c.vocab_size);
+    HEDGE_TRY(prefill_rows(s, tokens, {}, executor));
+    return std::span<const float>(buffers_.logits.data(), weights_->config.vocab_size);
   }
 
   result<std::span<const float>> prefill(kv::kv_seq s, std::span<const std::int32_t> tokens) noexcept {
     exec::serial serial;
     return prefill(s, tokens, serial);
+  }
+
+  /// As prefill, with the logits after every token: row i of `logits` ([tokens.size() x
+  /// vocab]) after tokens[i], as decode would give them but for the attention's summation
+  /// order. For scoring a text (model/perplexity.hpp): the layers and the classifier run once
+  /// per chunk of rows (GEMMs).
+  template <Executor E>
+  result<void> prefill_logits(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits,
+                              E& executor) noexcept {
+    if (logits.rows() != tokens.size() || logits.cols() != weights_->config.vocab_size)
+      return error{errc::shape_mismatch} << "prefill_logits: " << logits.rows() << " x " << logits.cols()
+                                         << " logits for " << tokens.size() << " tokens of a vocabulary of "
+                                         << weights_->config.vocab_size;
+    return prefill_rows(s, tokens, logits, executor);
+  }
+
+  result<void> prefill_logits(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits) noexcept {
+    exec::serial serial;
+    return prefill_logits(s, tokens, logits, serial);
   }
 
   /// Runs `tokens[i]` at the next position of `sessions[i]`, every session's row through
@@ -528,7 +525,7 @@ class llama {
     const pass_rows rows{.tokens = tokens, .sessions = sessions, .positions = positions, .first = 0};
     auto done = layers(rows, executor);
     const auto logits = buffers_.rows_logits.row_range(0, n);
-    if (done) done = classify(rows, logits, executor);
+    if (done) done = classify(n, logits, executor);
     if (!done) {
       for (std::size_t i = 0; i < n; ++i) static_cast<void>(rollback(sessions[i], positions[i]));
       return done.error();
@@ -537,6 +534,39 @@ class llama {
   }
 
  private:
+  /// prefill's work: the classifier on the last row, or on every row into `logits` when it is
+  /// not empty.
+  template <Executor E>
+  result<void> prefill_rows(kv::kv_seq s, std::span<const std::int32_t> tokens, matrix_view<float> logits,
+                            E& executor) noexcept {
+    const auto& c = weights_->config;
+    if (tokens.empty()) return error{errc::invalid_argument} << "prefill of no tokens";
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || static_cast<std::uint32_t>(tokens[i]) >= c.vocab_size)
+        return error{errc::out_of_range} << "prompt token " << i << " is " << tokens[i] << ", outside the vocabulary of "
+                                         << c.vocab_size;
+    auto have = cache_.length(s);
+    if (!have) return have.error();
+    if (*have + tokens.size() > options_.context)
+      return error{errc::capacity_exceeded} << "a prompt of " << tokens.size() << " tokens after " << *have
+                                            << " does not fit the context of " << options_.context;
+    for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
+      const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
+      auto at = extend(s, chunk.size());
+      const bool last = first + chunk.size() == tokens.size() && logits.rows() == 0;
+      result<void> done = at.ok() ? prefill_chunk(s, chunk, *at, last, executor) : result<void>(at.error());
+      if (done.ok() && logits.rows() != 0)
+        done = classify(chunk.size(), logits.row_range(first, chunk.size()), executor);
+      if (!done) {
+        if (!rollback(s, *have))
+          return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
+                                            << "the window at " << *have << " positions: release the session";
+        return done.error();
+      }
+    }
+    return ok();
+  }
+
   /// The rows of one pass through the layers: a prefill chunk (one session's consecutive
   /// positions from `first`) or a batched decode step (row i at `positions[i]` of `sessions[i]`).
   struct pass_rows {
@@ -783,12 +813,11 @@ class llama {
     return ok();
   }
 
-  /// The classifier on every row of a pass: logits.row(i) for row i.
+  /// The classifier on the first `rows` rows of the last pass: logits.row(i) for row i.
   template <Executor E>
-  result<void> classify(const pass_rows& r, matrix_view<float> logits, E& executor) noexcept {
+  result<void> classify(std::size_t rows, matrix_view<float> logits, E& executor) noexcept {
     const auto& w = *weights_;
     const llama_buffers& b = buffers_;
-    const std::size_t rows = r.size();
     const auto x = b.rows_x.row_range(0, rows), xn = b.rows_xn.row_range(0, rows);
     for (std::size_t i = 0; i < rows; ++i) kernels::rmsnorm(x.row(i), w.output_norm, w.config.norm_eps, xn.row(i));
     HEDGE_TRY(matmul<Formats>(output_, xn, logits, std::span<std::byte>(workspace_.data(), b.gemm_workspace_bytes),
