@@ -17,32 +17,151 @@
 #
 # Usage: scripts/compare-llamacpp.sh [--build-dir DIR] [--formats "q4_0 q8_0"]
 #                                    [--threads "1 NPROC"] [--rounds 3] [--jobs N]
+#        scripts/compare-llamacpp.sh --gemm [--formats "q4_0 q8_0 q4_k"] [--rows "512 64"]
+#                                    [--shapes "4096x4096 11008x4096"] [--threads ...] [--rounds 3]
 #   --build-dir  a configured build with benchmarks and tools (default build/bench, configured
 #                here with the bench preset and the tools when absent)
 #   --jobs       build parallelism (default: every hardware thread)
+#   --gemm       the prefill GEMM alone instead of the model: Y = X W^T with ROWS activation rows
+#                and an N x K weight (SHAPES), hedge's repacked GEMM at the arch arch::best runs
+#                (hedge_bench_kernels' gemm/* benchmarks) against ggml's ggml_mul_mat on its CPU
+#                backend in the best weight placement llama.cpp can use (plain buffer or an extra
+#                buffer type such as CPU_REPACK; scripts/llama_cpp_peer.sh ggml-gemm), alternating
+#                per format and round; GFLOP/s over wall time, and over the calling thread's CPU
+#                time at 1 thread (where both compute on the caller alone).
 # The table (markdown) goes to stdout and, with every run's raw output, to
-# build/compare-llamacpp/<date>/.
+# build/compare-llamacpp/<date>/ (build/compare-llamacpp/gemm-<date>/ with --gemm).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 build_dir=build/bench
-formats="q4_0 q8_0"
+formats=
 threads="1 $(nproc)"
 rounds=3
 jobs=$(nproc)
+gemm=0
+rows="512 64"
+shapes="4096x4096 11008x4096"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --gemm) gemm=1; shift ;;
+    --rows) rows=$2; shift 2 ;;
+    --shapes) shapes=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --formats) formats=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+if [ "$gemm" -eq 1 ]; then
+  formats=${formats:-q4_0 q8_0 q4_k}
+else
+  formats=${formats:-q4_0 q8_0}
+fi
 command="scripts/compare-llamacpp.sh --build-dir $build_dir --formats \"$formats\" --threads \"$threads\" --rounds $rounds"
+
+if [ "$gemm" -eq 1 ]; then
+  command="scripts/compare-llamacpp.sh --gemm --build-dir $build_dir --formats \"$formats\" --rows \"$rows\" --shapes \"$shapes\" --threads \"$threads\" --rounds $rounds"
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    [ "$build_dir" = build/bench ] || { echo "compare-llamacpp.sh: $build_dir is not a configured build" >&2; exit 2; }
+    cmake --preset bench > /dev/null
+  fi
+  cmake --build "$build_dir" -j "$jobs" --target hedge_bench_kernels >&2
+  bench=$build_dir/bench/hedge_bench_kernels
+  # The arch arch::best runs for these formats: the AVX-512 VNNI variants are registered only
+  # where the CPU has them.
+  arch=avx2
+  if "$bench" --benchmark_list_tests --benchmark_filter='^gemm/q4_0/avx512vnni_repacked/' | grep -q .; then
+    arch=avx512vnni
+  fi
+  out=build/compare-llamacpp/gemm-$(date -u +%Y%m%dT%H%M%SZ)
+  mkdir -p "$out"
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  alternatives() { echo "$1" | tr ' ' '|'; }
+  for round in $(seq 1 "$rounds"); do
+    for format in $formats; do
+      echo "== gemm $format, round $round: hedge ($arch)" >&2
+      "$bench" --benchmark_filter="^gemm/$format/${arch}_repacked/($(alternatives "$rows"))x($(alternatives "$shapes"))/hot/threads:($(alternatives "$threads"))/" \
+        --benchmark_min_time=0.3 --benchmark_out="$out/hedge-$format-r$round.json" --benchmark_out_format=json \
+        > "$out/hedge-$format-r$round.log" 2>&1 || { cat "$out/hedge-$format-r$round.log" >&2; exit 1; }
+      echo "== gemm $format, round $round: ggml" >&2
+      for shape in $shapes; do
+        scripts/llama_cpp_peer.sh ggml-gemm "$format" "${shape%x*}" "${shape#*x}" "$(echo "$rows" | tr ' ' ,)" \
+          "$(echo "$threads" | tr ' ' ,)" 3 >> "$out/ggml-$format-r$round.jsonl"
+      done
+    done
+  done
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  node - "$out" "$formats" "$threads" "$rows" "$shapes" "$rounds" "$command" "$load_before" "$load_after" "$arch" <<'JS' | tee "$out/table.md"
+const fs = require("node:fs");
+const path = require("node:path");
+const [dir, formats, threads, rows, shapes, rounds, command, loadBefore, loadAfter, arch] = process.argv.slice(2);
+const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const f1 = (x) => x.toFixed(1);
+const f2 = (x) => x.toFixed(2);
+const files = fs.readdirSync(dir).sort();
+let cpu = "";
+let variant = "";
+const table = [];
+for (const format of formats.split(" ")) {
+    const hedge = files.filter((f) => f.startsWith(`hedge-${format}-`) && f.endsWith(".json"))
+        .flatMap((f) => {
+            const doc = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"));
+            cpu = doc.context.hedge_cpu_name;
+            return doc.benchmarks;
+        });
+    const ggml = files.filter((f) => f.startsWith(`ggml-${format}-`))
+        .flatMap((f) => fs.readFileSync(path.join(dir, f), "utf8").trim().split("\n").map((l) => JSON.parse(l)))
+        .filter((g) => g.supported);
+    for (const shape of shapes.split(" ")) {
+        const [n, k] = shape.split("x").map(Number);
+        for (const m of rows.split(" ").map(Number)) {
+            for (const t of threads.split(" ").map(Number)) {
+                const flops = 2 * m * n * k;
+                const runs = hedge.filter((b) => b.name.startsWith(`gemm/${format}/${arch}_repacked/${m}x${n}x${k}/hot/threads:${t}/`));
+                if (runs.length === 0 || runs.some((b) => b.error_occurred)) throw new Error(`hedge ${format} ${m}x${shape} t${t}: no result`);
+                // Google Benchmark's times are per iteration, in time_unit.
+                const perSecond = {ns: 1e9, us: 1e6, ms: 1e3, s: 1};
+                const gflops = (b, time) => (flops * perSecond[b.time_unit]) / time / 1e9;
+                const hedgeWall = median(runs.map((b) => gflops(b, b.real_time)));
+                const hedgeCpu = median(runs.map((b) => gflops(b, b.cpu_time)));
+                const cells = ggml.filter((g) => g.m === m && g.n === n && g.k === k && g.threads === t);
+                variant = cells.length ? cells[0].variant : variant;
+                const placements = [...new Set(cells.map((g) => g.placement))].map((p) => {
+                    const these = cells.filter((g) => g.placement === p);
+                    return {p, wall: median(these.flatMap((g) => g.gflops)), cpu: t === 1 ? median(these.flatMap((g) => g.cpu_gflops)) : NaN};
+                });
+                if (placements.length === 0) throw new Error(`ggml ${format} ${m}x${shape} t${t}: no result`);
+                const best = placements.reduce((a, b) => (b.wall > a.wall ? b : a));
+                const others = placements.filter((x) => x !== best).map((x) => `${x.p} ${f1(x.wall)}`).join(", ");
+                const cpuCells = t === 1 ? `${f1(hedgeCpu)} | ${f1(best.cpu)} | ${f2(hedgeCpu / best.cpu)}` : "- | - | -";
+                table.push(`| ${format} | ${m}x${n}x${k} | ${t} | ${f1(hedgeWall)} | ${f1(best.wall)} (${best.p}${others ? `; ${others}` : ""}) | ` +
+                    `**${f2(hedgeWall / best.wall)}** | ${cpuCells} |`);
+            }
+        }
+    }
+}
+const lines = [
+    `${new Date().toISOString().slice(0, 10)}, ${cpu}, \`${command}\``,
+    `hedge: gemm/<format>/${arch}_repacked (${rounds} rounds of --benchmark_min_time=0.3); ggml: ${variant}, ` +
+        `3 runs per round after a warm-up, best placement (others after it); GFLOP/s = 2 M N K / time, medians; ` +
+        `load average before ${loadBefore}, after ${loadAfter}`,
+    "",
+    "| weights | M x N x K | threads | hedge GFLOP/s | ggml GFLOP/s (placement) | hedge / ggml | hedge on CPU | ggml on CPU | ratio on CPU |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...table,
+];
+process.stdout.write(lines.join("\n") + "\n");
+JS
+  exit 0
+fi
 
 # The work both sides time; bench/model/forward_bench.cpp fixes the same figures.
 decode_tokens=64

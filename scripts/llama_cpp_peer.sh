@@ -8,11 +8,15 @@
 #   scripts/llama_cpp_peer.sh quant-reference > tests/quant/data/ggml_quant_reference.txt
 #   scripts/llama_cpp_peer.sh quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q8_0|Q4_0
 #   scripts/llama_cpp_peer.sh perplexity -m MODEL.gguf -f TEXT [llama-perplexity's options]
+#   scripts/llama_cpp_peer.sh ggml-gemm q4_0|q8_0|q4_k N K ROWS,... THREADS,... RUNS > JSON lines
 #
 # quant-reference runs scripts/ggml_quant_reference.py on the package's libggml-base.so:
 # ggml's own reference quantizers' bytes for the format tests. quantize runs
 # llama_model_quantize (llama-quantize's library call, no importance matrix) through a
-# second small helper, build/llama-cpp-peer/bin/quantize.
+# second small helper, build/llama-cpp-peer/bin/quantize. ggml-gemm times ggml's prefill GEMM
+# (one ggml_mul_mat on the CPU backend, in each weight placement llama.cpp can use) through
+# build/llama-cpp-peer/bin/ggml-gemm, built from scripts/ggml_gemm_peer.cpp (see there);
+# scripts/compare-llamacpp.sh --gemm tables it against hedge's GEMM.
 #
 # JavaScript strings cannot carry invalid UTF-8, so texts given as bytes go through a small
 # C++ helper (build/llama-cpp-peer/bin/tokenize-bytes) linked against the package's own
@@ -175,6 +179,18 @@ fi
 if [ "${1:-}" = greedy-logits ]; then
   shift
   exec "$greedy" "$@"
+fi
+
+if [ "${1:-}" = ggml-gemm ]; then
+  gemm=$peer/bin/ggml-gemm
+  if [ ! -x "$gemm" ] || [ "$root/scripts/ggml_gemm_peer.cpp" -nt "$gemm" ]; then
+    mkdir -p "$peer/bin"
+    g++ -std=c++17 -O2 -o "$gemm" "$root/scripts/ggml_gemm_peer.cpp" -DHEDGE_PEER_BACKENDS="\"$bins\"" \
+      -I "$peer/llama.cpp/ggml/include" \
+      "$bins/libggml-base.so" "$(ls "$bins"/libggml.v*.so | head -n 1)" -Wl,-rpath,"$bins" >&2
+  fi
+  shift
+  exec "$gemm" "$@"
 fi
 
 quantizer=$peer/bin/quantize

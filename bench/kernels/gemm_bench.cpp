@@ -1,5 +1,6 @@
 // gemm benchmarks (prefill): Y = X W^T for 64 and 512 activation rows against
-// a 4096x4096 weight matrix, reported in GFLOPs (2 * M * N * K per call; for
+// a 4096x4096 weight matrix (and 11008x4096, Llama 7B's FFN up/gate, for the
+// repacked and pack-on-the-fly variants that prefill runs), reported in GFLOPs (2 * M * N * K per call; for
 // the int8 formats these are int8 operations). Names:
 //   gemm/<format>/<arch>[_repacked|_rowwise]/<M>x<N>x<K>/hot/threads:<n>
 // `_repacked` runs on the 8-row interleaved layout, plain names on the GGUF
@@ -32,12 +33,12 @@ namespace q = hedge::quant;
 namespace hb = hedge::bench;
 namespace hk = hedge::kernels;
 
-constexpr std::size_t n_rows = 4096, k_cols = 4096;
+constexpr std::size_t k_cols = 4096;
 
 enum class layout { gguf, repacked, rowwise };
 
 template <class W, class A, layout L>
-void gemm_benchmark(benchmark::State& state, std::size_t m, std::size_t threads) {
+void gemm_benchmark(benchmark::State& state, std::size_t m, std::size_t n_rows, std::size_t threads) {
   const auto w = hb::quantized_weights<W>(n_rows, k_cols);
   const hedge::matrix_view<const typename W::block> plain(w.data(), n_rows, k_cols / W::block_elements);
   const auto xs = hb::pseudo_random_floats(m * k_cols, 5);
@@ -73,7 +74,7 @@ void gemm_benchmark(benchmark::State& state, std::size_t m, std::size_t threads)
 }
 
 template <class W, class A, layout L>
-void register_variant(std::size_t m) {
+void register_variant(std::size_t m, std::size_t n_rows = 4096) {
   if (!A::supported()) return;
   const char* suffix = L == layout::repacked ? "_repacked" : L == layout::rowwise ? "_rowwise" : "";
   const std::string shape = std::to_string(m) + "x" + std::to_string(n_rows) + "x" + std::to_string(k_cols);
@@ -81,7 +82,7 @@ void register_variant(std::size_t m) {
     hb::register_benchmark(
         hb::benchmark_name("gemm/" + std::string(W::name), std::string(A::name) + suffix, shape, hb::residency::hot,
                            threads),
-        [m, threads](benchmark::State& state) { gemm_benchmark<W, A, L>(state, m, threads); });
+        [m, n_rows, threads](benchmark::State& state) { gemm_benchmark<W, A, L>(state, m, n_rows, threads); });
   }
 }
 
@@ -89,13 +90,15 @@ template <class W>
 void register_format() {
   for (std::size_t m : {64u, 512u}) {
 #if HEDGE_SIMD_X86
-    if constexpr (hk::Interleavable<W>) {
-      register_variant<W, hedge::arch::avx512vnni, layout::repacked>(m);
-      register_variant<W, hedge::arch::avx2, layout::repacked>(m);
-    }
-    if constexpr (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0> || std::is_same_v<W, q::q5_0> ||
-                  std::is_same_v<W, q::q5_1>) {
-      register_variant<W, hedge::arch::avx512vnni, layout::gguf>(m);  // packs on the fly
+    for (std::size_t n_rows : {4096u, 11008u}) {
+      if constexpr (hk::Interleavable<W>) {
+        register_variant<W, hedge::arch::avx512vnni, layout::repacked>(m, n_rows);
+        register_variant<W, hedge::arch::avx2, layout::repacked>(m, n_rows);
+      }
+      if constexpr (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0> || std::is_same_v<W, q::q5_0> ||
+                    std::is_same_v<W, q::q5_1>) {
+        register_variant<W, hedge::arch::avx512vnni, layout::gguf>(m, n_rows);  // packs on the fly
+      }
     }
     register_variant<W, hedge::arch::avx2, layout::gguf>(m);
     register_variant<W, hedge::arch::avx2, layout::rowwise>(m);

@@ -12,7 +12,7 @@
 //     stay in L2 and runs the arch's register-tiled microkernel: 8 weight rows
 //     x up to 4 activation rows (matmul/avx2_interleaved.hpp), or, where the
 //     arch has a tile spanning several groups (`gemm_groups`), 16 weight rows
-//     x up to 8 activation rows (AVX-512 VNNI, matmul/avx512_interleaved.hpp).
+//     x up to 8 activation rows (4 for Q4_K; AVX-512 VNNI, matmul/avx512_interleaved.hpp).
 //     The GGUF layout splits 16-row weight slices; Q4_K has a microkernel of
 //     1 weight row x 4 activation rows and F32/F16/BF16 one of 4 weight rows x
 //     2 activation rows (matmul/avx2_gemm.hpp); Q4_0/Q8_0 pack the slice into
