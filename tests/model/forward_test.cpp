@@ -62,7 +62,7 @@ struct stories {
   std::vector<float> file = hedge::test::read_aligned(models + "stories260K.bin", bytes);
   llama2c_checkpoint checkpoint =
       *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
-  llama_weights weights = llama2c_weights(checkpoint);
+  llama_weights weights = std::move(*llama2c_weights(checkpoint));
 };
 
 std::int32_t argmax(std::span<const float> x) {
@@ -569,7 +569,7 @@ TEST(LlamaForward, BadTokensAndAFullContextAreErrorsThatLeaveTheSessionUsable) {
 TEST(LlamaForward, ShapeErrorsNameTheTensor) {
   SKIP_WITHOUT_MODELS();
   const stories s;
-  auto weights = s.weights;
+  auto weights = std::move(*copy_weights(s.weights));
   weights.layers[3].wk.rows = 31;
   const auto model = llama<>::make(weights);
   ASSERT_FALSE(model.ok());
