@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hedge/attention/prefill.hpp"
 #include "hedge/core/storage.hpp"
 #include "hedge/kv/element.hpp"
 #include "hedge/model/forward.hpp"
@@ -89,7 +90,7 @@ TEST(CallerMemory, Stories260KQ8_0LoadsAndRunsRunCsGreedyTextWithoutTheHeap) {
   const stories_q8_0 g;
   const auto vocabulary_bytes = gguf_vocabulary_bytes(g.file);
   ASSERT_TRUE(vocabulary_bytes.ok()) << vocabulary_bytes.error().message();
-  const llama_options options{.context = 64, .max_prefill = 8};
+  const llama_options options{.context = 64, .max_prefill = 0};  // as the firmware: no prefill buffers
   std::size_t model_bytes = 0;
   {
     auto heap_weights = gguf_weights(g.file);
@@ -174,6 +175,37 @@ TEST(CallerMemory, LentMemoryGivesTheHeapPathsLogits) {
     x = heap_model->decode(*a, next);
     y = model->decode(*b, next);
   }
+}
+
+TEST(CallerMemory, WithoutPrefillBuffersThePromptRunsAsDecodes) {
+  SKIP_WITHOUT_MODELS();
+  const stories_q8_0 g;
+  auto weights = gguf_weights(g.file);
+  ASSERT_TRUE(weights.ok());
+  const llama_options chunked{.context = 32, .max_prefill = 8}, unbuffered{.context = 32, .max_prefill = 0};
+  // The prefill rows and the prefill attention's tiles are most of this model's scratch.
+  const std::size_t with_rows = *llama<firmware_formats>::memory_bytes(*weights, chunked);
+  const std::size_t without = *llama<firmware_formats>::memory_bytes(*weights, unbuffered);
+  EXPECT_LT(without + 8 * 64 * sizeof(float) + hedge::attention::prefill_workspace_floats(8, 4, 8, 1) * sizeof(float),
+            with_rows)
+      << without << " vs " << with_rows;
+  auto decoding = llama<firmware_formats>::make(*weights, chunked);
+  auto model = llama<firmware_formats>::make(*weights, unbuffered);
+  ASSERT_TRUE(decoding.ok() && model.ok());
+  const auto a = decoding->create_session(), b = model->create_session();
+  const std::vector<token_id> prompt{1, 403, 407, 261, 378, 432};
+  hedge::result<std::span<const float>> x = hedge::error{hedge::errc::invalid_argument};
+  for (const token_id t : prompt) x = decoding->decode(*a, t);
+  const auto y = model->prefill(*b, prompt);
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(std::vector<float>(x->begin(), x->end()), std::vector<float>(y->begin(), y->end()));
+  EXPECT_EQ(*model->length(*b), prompt.size());
+  // A prompt past the context changes nothing.
+  const std::vector<token_id> long_prompt(40, 403);
+  const auto refused = model->prefill(*b, long_prompt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), hedge::errc::capacity_exceeded);
+  EXPECT_EQ(*model->length(*b), prompt.size());
 }
 
 TEST(CallerMemory, TooLittleOrMisalignedMemoryIsAnError) {

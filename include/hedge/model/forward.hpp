@@ -22,7 +22,9 @@
 // causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
 // the classifier runs on the last row only. A GEMM row equals the GEMV of that row bit for
 // bit, so prefill's logits differ from a loop of decodes only by the attention kernels'
-// summation order (tests bound it).
+// summation order (tests bound it). With max_prefill 0 the model has no prefill buffers
+// (their rows and the prefill attention's tiles are most of a small model's scratch) and
+// prefill is that loop of decodes, as llama2.c's run.c reads a prompt.
 // RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
 // "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
 // the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
@@ -58,7 +60,9 @@
 // and where the cache lives (core/storage.hpp); the executor is per call. Every size is
 // known from the config before anything is allocated (`llama_buffers::lay_out`, the one
 // place the scratch's buffers are named and sized, and `llama_weight_arena_bytes`); after
-// `make`, decode allocates nothing.
+// `make`, decode allocates nothing. `make` allocates all of it in one block
+// (`memory_bytes`); `make_in` takes that block from the caller (with a buffer_storage KV
+// cache, the model then touches no heap at all: a firmware image's static array).
 //
 // Sessions are KV-cache sequences: several share the weights and the scratch (calls run
 // one at a time); `rollback` drops positions past a length (a rejected speculative draft),
@@ -112,7 +116,10 @@ struct llama_options {
   std::size_t max_sessions = 1;  ///< sequences alive at once
   std::size_t context = 0;       ///< positions a session holds; 0 = the model's trained context
   std::size_t max_threads = 1;   ///< the most threads a call's executor uses (sizes the attention workspace)
-  std::size_t max_prefill = 64;  ///< prompt rows run through the layers together; longer prompts go in chunks
+  /// Prompt rows run through the layers together; longer prompts go in chunks. 0: no
+  /// prefill buffers (the least memory: a firmware image), prefill() decodes the prompt
+  /// one token at a time, as llama2.c's run.c does.
+  std::size_t max_prefill = 64;
   llama_repack repack = llama_repack::decode;
   llama_fusion fuse = llama_fusion::repacked;
   /// A decode step's matrix-vector product over fewer weight bytes than this, or its
@@ -154,7 +161,7 @@ struct llama_buffers {
                                float* base) noexcept {
     const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
     const std::size_t rope = c.rope_dim, local_rope = c.has_local_layers() ? rope : 0;
-    const std::size_t threads = std::max<std::size_t>(1, max_threads), rows = std::max<std::size_t>(1, max_prefill);
+    const std::size_t threads = std::max<std::size_t>(1, max_threads), rows = max_prefill;
     llama_buffers b;
     const auto next = [&](std::size_t n) {
       float* p = base == nullptr ? nullptr : base + b.floats;
@@ -167,16 +174,17 @@ struct llama_buffers {
     b.gate_up = vector(2 * hidden), b.logits = vector(c.vocab_size);
     b.cos = vector(rope), b.sin = vector(rope), b.cos_local = vector(local_rope), b.sin_local = vector(local_rope);
     const std::size_t splits = c.n_kv_heads == 0 ? 1 : (threads + c.n_kv_heads - 1) / c.n_kv_heads;
-    b.attention = vector(std::max(
-        attention::decode_workspace_floats(c.n_heads, head, splits),
-        c.n_kv_heads == 0 ? 0 : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads)));
+    b.attention = vector(std::max(attention::decode_workspace_floats(c.n_heads, head, splits),
+                                  c.n_kv_heads == 0 || rows == 0
+                                      ? 0
+                                      : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads)));
     b.rows_x = matrix(dim), b.rows_xn = matrix(dim), b.rows_qkv = matrix(q_dim + 2 * kv), b.rows_att = matrix(q_dim);
     b.rows_o = matrix(dim), b.rows_gate_up = matrix(2 * hidden), b.rows_q = matrix(q_dim);
     b.rows_cos = matrix(rope), b.rows_sin = matrix(rope);
     b.rows_cos_local = matrix(local_rope), b.rows_sin_local = matrix(local_rope);
     const std::size_t widest = std::max({dim, hidden, q_dim});
     b.gemv_workspace_bytes = matvec_workspace_bytes<Formats>(widest);
-    b.gemm_workspace_bytes = matmul_workspace_bytes<Formats>(rows, widest);
+    b.gemm_workspace_bytes = rows == 0 ? 0 : matmul_workspace_bytes<Formats>(rows, widest);
     return b;
   }
 };
@@ -386,7 +394,6 @@ class llama {
     if (c.head_dim() > attention::attention_max_head_dim)
       return error{errc::unsupported} << "head dimension " << c.head_dim() << " above the attention kernels' "
                                       << attention::attention_max_head_dim;
-    if (options.max_prefill == 0) return error{errc::invalid_argument} << "max_prefill of 0 rows";
     llama m;
     m.weights_ = &weights;
     m.options_ = with_context(options, c);
@@ -493,6 +500,20 @@ class llama {
     if (*have + tokens.size() > options_.context)
       return error{errc::capacity_exceeded} << "a prompt of " << tokens.size() << " tokens after " << *have
                                             << " does not fit the context of " << options_.context;
+    if (options_.max_prefill == 0) {  // no prefill buffers: one token at a time
+      for (const std::int32_t token : tokens) {
+        auto at = extend(s, 1);
+        result<std::span<const float>> done =
+            at.ok() ? step(s, token, *at, executor) : result<std::span<const float>>(at.error());
+        if (!done) {
+          if (!rollback(s, *have))
+            return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
+                                              << "the window at " << *have << " positions: release the session";
+          return done.error();
+        }
+      }
+      return std::span<const float>(buffers_.logits.data(), c.vocab_size);
+    }
     for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
       const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
       auto at = extend(s, chunk.size());
