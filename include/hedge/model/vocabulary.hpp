@@ -4,10 +4,10 @@
 //
 // The pieces are views into the bytes they were read from (a GGUF's tokenizer.ggml.tokens
 // array, a llama2.c tokenizer.bin): those bytes must outlive the vocabulary. What the
-// vocabulary owns it allocates once, at build time (or takes from memory the caller lends:
-// then no heap): one record per token and an open-addressing hash table of 2^k slots (k the least with 2^k >= 2 * tokens), so a
-// lookup in the encoder's hot loop hashes the candidate bytes and compares a few pieces,
-// with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
+// vocabulary owns it allocates once, at build time, or takes from memory the caller lends
+// (then no heap): one record per token and an open-addressing hash table of 2^k slots (k
+// the least with 2^k >= 2 * tokens), so a lookup in the encoder's hot loop hashes the
+// candidate bytes and compares a few pieces, with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
 // when two ids share a piece, the lookup answers the higher id, and an empty piece is
 // never found. Its name-based fix-ups are kept too, since ids and text depend on them:
 // the known end markers (end_markers below) are end-of-generation tokens and count as

@@ -23,6 +23,7 @@
 // take either layout.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -399,19 +400,15 @@ inline result<weight_matrix> matrix_rows(const weight_matrix& m, std::size_t fir
   }));
   return weight_matrix{m.type, m.data + first * row_bytes, count, m.cols};
 }
-}  // namespace detail
 
-namespace detail {
 /// "blk.<layer>.<suffix>", a layer's tensor name, in a buffer of GGUF's longest name (cut there).
 class layer_tensor_name {
  public:
   layer_tensor_name(std::size_t layer, std::string_view suffix) noexcept {
     append("blk.");
     char digits[20];
-    std::size_t n = 0;
-    do digits[n++] = static_cast<char>('0' + layer % 10);
-    while ((layer /= 10) != 0);
-    while (n > 0) append({&digits[--n], 1});
+    const auto written = std::to_chars(digits, digits + sizeof digits, layer);
+    append({digits, static_cast<std::size_t>(written.ptr - digits)});
     append(".");
     append(suffix);
   }
