@@ -311,7 +311,7 @@ alignas(64) std::byte model_memory[model_memory_bytes];
 alignas(64) std::byte vocabulary_memory[vocabulary_memory_bytes];
 alignas(64) std::byte encode_workspace[model::tokenizer::workspace_bytes(model_prompt.size())];
 model::token_id prompt_ids[max_prompt_ids];
-char text[max_text_bytes + 1];
+char text[max_text_bytes + 2];  // and run.c's closing newline, and the NUL
 std::size_t text_bytes = 0;
 
 /// Appends token id's piece to the text as run.c prints it (the first piece after BOS
@@ -377,20 +377,18 @@ hedge::result<void> print_piece(const model::tokenizer& tok, model::token_id id,
   std::size_t decoded = 0;
   std::uint64_t decode_ticks = 0;
   double decode_seconds = 0.0;
-  for (std::size_t pos = prompt.size() - 1; pos < model_steps; ++pos) {
-    if (pos >= prompt.size()) {
-      const model::token_id next = model::argmax(*logits);
-      seconds = firmware::host_seconds();
-      tick = firmware::systick::now();
-      logits = llama->decode(*session, next);
-      decode_ticks += firmware::systick::between(tick, firmware::systick::now());
-      decode_seconds += firmware::host_seconds() - seconds;
-      ++decoded;
-      if (!logits) return report_error("model: decode", logits.error());
-    }
-    const model::token_id next = model::argmax(*logits);
-    if (next == bos) break;
+  model::token_id next = model::argmax(*logits);  // the prompt's last position's next token
+  for (std::size_t pos = prompt.size(); next != bos; ++pos) {
     if (auto p = print_piece(tok, next, false); !p) return report_error("model: piece", p.error());
+    if (pos == model_steps) break;
+    seconds = firmware::host_seconds();
+    tick = firmware::systick::now();
+    logits = llama->decode(*session, next);
+    decode_ticks += firmware::systick::between(tick, firmware::systick::now());
+    decode_seconds += firmware::host_seconds() - seconds;
+    ++decoded;
+    if (!logits) return report_error("model: decode", logits.error());
+    next = model::argmax(*logits);
   }
   text[text_bytes++] = '\n';  // run.c ends its output with a newline
   text[text_bytes] = '\0';

@@ -131,19 +131,19 @@ TEST(CallerMemory, Stories260KQ8_0LoadsAndRunsRunCsGreedyTextWithoutTheHeap) {
                        id,
                        [&](std::string_view piece) {
                          for (char c : piece)
-                           if (text_bytes < text.size()) text[text_bytes++] = c;
+                           if (text_bytes + 1 < text.size()) text[text_bytes++] = c;
                        },
                        {.strip_leading_space = after_bos})
                     .ok());
   };
   for (std::size_t i = 1; i < prompt.size(); ++i) print(prompt[i], i == 1);
-  token_id next = no_token;
-  for (std::size_t pos = prompt.size() - 1; pos < steps; ++pos) {
-    if (pos >= prompt.size()) logits = model->decode(*session, next);
+  token_id next = argmax(*logits);  // the prompt's last position's next token
+  for (std::size_t pos = prompt.size(); next != tok.vocab().settings().bos; ++pos) {
+    print(next, false);
+    if (pos == steps) break;
+    logits = model->decode(*session, next);
     ASSERT_TRUE(logits.ok()) << logits.error().message();
     next = argmax(*logits);
-    if (next == tok.vocab().settings().bos) break;
-    print(next, false);
   }
   text[text_bytes++] = '\n';
   EXPECT_EQ(no_heap.count(), 0u);
