@@ -69,7 +69,9 @@ const stories260k* load_stories() {
     auto c = llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(s->file.data()), raw.size()});
     if (!c) return nullptr;
     s->checkpoint = std::make_unique<llama2c_checkpoint>(*c);
-    s->weights = llama2c_weights(*s->checkpoint);
+    auto weights = llama2c_weights(*s->checkpoint);
+    if (!weights) return nullptr;
+    s->weights = std::move(*weights);
     return s;
   }();
   return loaded.get();

@@ -1,10 +1,15 @@
 # The firmware.cortex_m7 test: cross-compiles examples/firmware for a Cortex-M7 (the image
-# and portable_headers.cpp, every portable header), proves with nm that the image links
-# no heap and no exception runtime, prints its section sizes, and runs it on QEMU's
-# mps2-an500 board, checking its PASS line and exit code.
-#   cmake -DHEDGE_ROOT=<src> -DBINARY=<dir> [-DQEMU=<qemu-system-arm>] -P check.cmake
+# and portable_headers.cpp, every portable header), with MODEL (stories260K.gguf) quantized
+# to Q8_0 by QUANTIZE (the host's hedge-quantize) and placed in its flash; proves with nm
+# that the image links no heap and no exception runtime, prints its section sizes, and runs
+# it on QEMU's mps2-an500 board (-icount shift=0: instruction counts are deterministic),
+# checking its PASS line, its exit code and that the text it generates is run.c's output
+# for the same prompt and positions byte for byte: REFERENCE's first line.
+#   cmake -DHEDGE_ROOT=<src> -DBINARY=<dir> [-DQEMU=<qemu-system-arm>]
+#         [-DMODEL=<stories260K.gguf> -DQUANTIZE=<hedge-quantize> -DREFERENCE=<run.c output>] -P check.cmake
 # Without QEMU (qemu-system-arm not installed) the image is built and scanned but not
-# run, and the test reports itself skipped.
+# run, and the test reports itself skipped. Without MODEL (../shared absent) the image
+# runs its kernel checks alone.
 
 function(check_or_fail rc what)
   if(NOT rc EQUAL 0)
@@ -12,9 +17,20 @@ function(check_or_fail rc what)
   endif()
 endfunction()
 
+set(model_options)
+if(MODEL AND EXISTS ${MODEL})
+  if(NOT QUANTIZE OR NOT EXISTS ${QUANTIZE})
+    message(FATAL_ERROR "the firmware image's model needs the host's hedge-quantize, not built: '${QUANTIZE}' "
+                        "(cmake --build <build> --target hedge-quantize)")
+  endif()
+  set(model_options -DHEDGE_FIRMWARE_GGUF=${MODEL} -DHEDGE_QUANTIZE=${QUANTIZE})
+else()
+  message(STATUS "no model ('${MODEL}' absent, ../shared/models): the image runs its kernel checks alone")
+endif()
+
 file(REMOVE_RECURSE ${BINARY})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${HEDGE_ROOT}/examples/firmware -B ${BINARY} -G Ninja
-                        -DCMAKE_TOOLCHAIN_FILE=${HEDGE_ROOT}/cmake/toolchains/arm-none-eabi.cmake
+                        -DCMAKE_TOOLCHAIN_FILE=${HEDGE_ROOT}/cmake/toolchains/arm-none-eabi.cmake ${model_options}
                 RESULT_VARIABLE rc)
 check_or_fail("${rc}" "configuring the Cortex-M7 firmware example failed")
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target hedge_firmware.elf hedge_portable_headers heap_probe.elf
@@ -78,7 +94,8 @@ if(NOT QEMU)
   return()
 endif()
 execute_process(COMMAND ${QEMU} -M mps2-an500 -nographic -monitor none -serial none
-                        -semihosting-config enable=on,target=native -kernel ${BINARY}/hedge_firmware.elf
+                        -semihosting-config enable=on,target=native -icount shift=0
+                        -kernel ${BINARY}/hedge_firmware.elf
                 OUTPUT_VARIABLE output ERROR_VARIABLE output RESULT_VARIABLE rc TIMEOUT 60)
 message(STATUS "qemu-system-arm -M mps2-an500 output (semihosting writes to stderr):\n${output}")
 if(NOT rc EQUAL 0)
@@ -88,3 +105,39 @@ if(NOT output MATCHES "\nhedge firmware: PASS\n$" OR output MATCHES "FAIL")
   message(FATAL_ERROR "the firmware run did not end with 'hedge firmware: PASS'")
 endif()
 message(STATUS "the firmware image ran on mps2-an500 (Cortex-M7) and passed its checks")
+if(NOT model_options)
+  return()
+endif()
+
+# The generated text, between the marker lines, against run.c's: REFERENCE is run.c's
+# output for -n 256, and the image runs 61 positions, where run.c's first line ends (run.c
+# -n 61 prints that line and its closing newline).
+set(begin "hedge firmware: run.c text begins\n")
+set(end "hedge firmware: run.c text ends\n")
+string(FIND "${output}" "${begin}" at)
+string(FIND "${output}" "${end}" stop)
+if(at EQUAL -1 OR stop EQUAL -1)
+  message(FATAL_ERROR "the firmware run printed no generated text between its marker lines")
+endif()
+string(LENGTH "${begin}" skip)
+math(EXPR from "${at} + ${skip}")
+math(EXPR length "${stop} - ${from}")
+string(SUBSTRING "${output}" ${from} ${length} text)
+if(NOT REFERENCE OR NOT EXISTS ${REFERENCE})
+  message(FATAL_ERROR "run.c's reference output '${REFERENCE}' is missing")
+endif()
+file(READ ${REFERENCE} reference)
+string(FIND "${reference}" "\n" line_end)
+math(EXPR line_length "${line_end} + 1")
+string(SUBSTRING "${reference}" 0 ${line_length} expected)
+if(NOT text STREQUAL expected)
+  message(FATAL_ERROR "the firmware's text is not run.c's:\n--- firmware\n${text}--- run.c (${REFERENCE}, first line)\n${expected}")
+endif()
+string(LENGTH "${text}" text_bytes)
+message(STATUS "the firmware's greedy text equals run.c's byte for byte (${text_bytes} bytes, 61 positions)")
+# Under -icount shift=0 one emulated instruction takes 1 ns of virtual time and SysTick
+# runs at mps2-an500's 25 MHz: 40 instructions per tick.
+if(output MATCHES "decode: ([0-9]+) tokens, ([0-9]+) SysTick ticks/token")
+  math(EXPR instructions "${CMAKE_MATCH_2} * 40")
+  message(STATUS "decode: ${instructions} emulated instructions per token (QEMU -icount shift=0)")
+endif()

@@ -20,6 +20,8 @@ namespace firmware {
 namespace semihosting {
 inline constexpr std::uint32_t sys_write0 = 0x04;           // write a NUL-terminated string
 inline constexpr std::uint32_t sys_exit_extended = 0x20;    // report an exit code and stop
+inline constexpr std::uint32_t sys_elapsed = 0x30;          // ticks since start, 64-bit
+inline constexpr std::uint32_t sys_tickfreq = 0x31;         // ticks per second
 inline constexpr std::uint32_t application_exit = 0x20026;  // ADP_Stopped_ApplicationExit
 
 inline std::uint32_t call(std::uint32_t operation, const void* argument) noexcept {
@@ -31,6 +33,39 @@ inline std::uint32_t call(std::uint32_t operation, const void* argument) noexcep
 }  // namespace semihosting
 
 inline void write(const char* text) noexcept { semihosting::call(semihosting::sys_write0, text); }
+
+/// Host time since start, in seconds (SYS_ELAPSED / SYS_TICKFREQ): under QEMU, the
+/// emulator's wall-clock time, not the emulated CPU's.
+inline double host_seconds() noexcept {
+  std::uint32_t ticks[2] = {0, 0};
+  semihosting::call(semihosting::sys_elapsed, ticks);
+  const std::uint32_t frequency = semihosting::call(semihosting::sys_tickfreq, nullptr);
+  const double count = static_cast<double>(ticks[0]) + static_cast<double>(ticks[1]) * 4294967296.0;
+  return frequency == 0 || frequency == 0xFFFFFFFFu ? 0.0 : count / frequency;
+}
+
+/// The Cortex-M SysTick timer (ARMv7-M ARM B3.3) free-running on the processor clock: a
+/// 24-bit down-counter. Under QEMU with -icount shift=0 its clock counts emulated
+/// instructions (one per ns of virtual time; mps2-an500's clock is 25 MHz, so 40 per tick).
+class systick {
+ public:
+  static constexpr std::uint32_t mask = 0xFFFFFF;
+  static void start() noexcept {
+    reg(0x14) = mask;  // SYST_RVR: the reload value
+    reg(0x18) = 0;     // SYST_CVR: any write clears it
+    reg(0x10) = 0b101; // SYST_CSR: enable, processor clock, no interrupt
+  }
+  [[nodiscard]] static std::uint32_t now() noexcept { return reg(0x18) & mask; }
+  /// Ticks from `earlier` to `later` (fewer than 2^24 apart): the counter counts down.
+  [[nodiscard]] static std::uint32_t between(std::uint32_t earlier, std::uint32_t later) noexcept {
+    return (earlier - later) & mask;
+  }
+
+ private:
+  static volatile std::uint32_t& reg(std::uint32_t offset) noexcept {
+    return *reinterpret_cast<volatile std::uint32_t*>(0xE000E000u + offset);
+  }
+};
 
 [[noreturn]] inline void exit(int code) noexcept {
   const std::uint32_t block[2] = {semihosting::application_exit, static_cast<std::uint32_t>(code)};

@@ -63,7 +63,7 @@ struct stories {
   std::vector<float> file = hedge::test::read_aligned(models + "stories260K.bin", bytes);
   llama2c_checkpoint checkpoint =
       *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
-  llama_weights weights = llama2c_weights(checkpoint);
+  llama_weights weights = std::move(*llama2c_weights(checkpoint));
 };
 
 std::int32_t argmax(std::span<const float> x) {
@@ -326,6 +326,13 @@ TEST(LlamaForward, PrefillLogitsGiveEveryRowsDecodeLogits) {
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code(), hedge::errc::shape_mismatch);
   EXPECT_EQ(*model->length(seq), 40u);  // refused before anything ran
+  // Without prefill buffers (max_prefill 0) the rows are decode's own logits.
+  auto unbuffered = llama<>::make(s.weights, {.context = 64, .max_prefill = 0});
+  ASSERT_TRUE(unbuffered.ok()) << unbuffered.error().message();
+  auto one = *unbuffered->create_session();
+  ASSERT_TRUE(unbuffered->prefill_logits(one, ids.first(30), hedge::matrix_view<float>(rows.data(), 30, 512)).ok());
+  for (std::size_t i = 0; i < 30; ++i)
+    EXPECT_TRUE(std::equal(decoded[i].begin(), decoded[i].end(), rows.data() + i * 512)) << "row " << i;
 }
 
 // Tolerance: the interleaved kernels take the same integer block products per row as the
@@ -605,7 +612,7 @@ TEST(LlamaForward, BadTokensAndAFullContextAreErrorsThatLeaveTheSessionUsable) {
 TEST(LlamaForward, ShapeErrorsNameTheTensor) {
   SKIP_WITHOUT_MODELS();
   const stories s;
-  auto weights = s.weights;
+  auto weights = std::move(*copy_weights(s.weights));
   weights.layers[3].wk.rows = 31;
   const auto model = llama<>::make(weights);
   ASSERT_FALSE(model.ok());

@@ -32,7 +32,7 @@ struct stories_with_tokenizer {
   std::vector<float> file = hedge::test::read_aligned(models_folder + "stories260K.bin", bytes);
   std::vector<float> tokenizer_file = hedge::test::read_aligned(models_folder + "tok512.bin", tokenizer_bytes);
   llama2c_checkpoint checkpoint = *llama2c_checkpoint::parse({reinterpret_cast<const std::byte*>(file.data()), bytes});
-  llama_weights weights = llama2c_weights(checkpoint);
+  llama_weights weights = std::move(*llama2c_weights(checkpoint));
   tokenizer tok{*read_llama2c_tokenizer({reinterpret_cast<const std::byte*>(tokenizer_file.data()), tokenizer_bytes},
                                         checkpoint.config().vocab_size)};
 };

@@ -16,6 +16,9 @@ check() {
 
 start_server() {
   local name=$1; shift
+  # Emptied here, not by the background job's redirection: that one may run after the loop
+  # below has read a previous server's 'listening on' line from the same file.
+  : > "$work/$name.out"
   "$server" -m "$model" --port 0 "$@" > "$work/$name.out" 2> "$work/$name.err" &
   pid=$!; pids+=($pid); url=
   for _ in $(seq 300); do

@@ -5,6 +5,9 @@
 //   static_storage<T, N>  an in-object array: no heap, size fixed at compile time (firmware)
 //   buffer_storage<T>     memory the caller owns and lends (arena, DMA region, mmap)
 //   heap_storage<T>       owned, allocated once at construction, never in a hot loop
+// An empty heap_storage (never made) reaches no allocator: its destructor frees through a
+// function that `make` stores, so a type that holds one for the memory it owns when the
+// caller lends none (vocabulary, llama) links no heap into a program that always lends.
 // Components that hold state (KV caches, workspaces) take a storage type as a
 // template argument; `Storage` states what such a type must provide.
 #pragma once
@@ -94,15 +97,18 @@ class heap_storage {
       return error{errc::out_of_memory} << "heap_storage: cannot allocate " << count * sizeof(T) << " bytes";
     s.data_ = ::new (p) T[count]();
     s.size_ = count;
+    s.free_ = &free_memory;
     return s;
   }
 
-  heap_storage(heap_storage&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  heap_storage(heap_storage&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), free_(std::exchange(o.free_, nullptr)) {}
   heap_storage& operator=(heap_storage&& o) noexcept {
     if (this != &o) {
       release();
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      free_ = std::exchange(o.free_, nullptr);
     }
     return *this;
   }
@@ -117,13 +123,16 @@ class heap_storage {
   std::span<const T> span() const noexcept { return {data_, size_}; }
 
  private:
+  static void free_memory(void* p) noexcept { ::operator delete(p, std::align_val_t{cache_line_bytes}); }
   void release() noexcept {
-    if (data_ != nullptr) ::operator delete(static_cast<void*>(data_), std::align_val_t{cache_line_bytes});
+    if (data_ != nullptr) free_(static_cast<void*>(data_));
     data_ = nullptr;
     size_ = 0;
+    free_ = nullptr;
   }
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  void (*free_)(void*) noexcept = nullptr;  ///< set by make() alone (see the file comment)
 };
 
 }  // namespace hedge

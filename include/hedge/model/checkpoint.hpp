@@ -64,7 +64,9 @@ inline result<checkpoint> read_checkpoint(std::span<const std::byte> bytes,
     if (!parsed) return parsed.error();
     auto vocab = read_llama2c_tokenizer(llama2c_tokenizer, parsed->config().vocab_size);
     if (!vocab) return error{vocab.error().code()} << "tokenizer: " << vocab.error().message();
-    c.weights = llama2c_weights(*parsed);
+    auto weights = llama2c_weights(*parsed);
+    if (!weights) return weights.error();
+    c.weights = std::move(*weights);
     c.tok = tokenizer{std::move(*vocab)};
   }
   const auto requantize = [&](auto format) -> result<void> {

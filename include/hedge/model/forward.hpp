@@ -22,7 +22,10 @@
 // causal prefill attention (attention/prefill.hpp) after the chunk's K/V are in the cache;
 // the classifier runs on the last row only (on every row: prefill_logits, for scoring a
 // text). A GEMM row equals the GEMV of that row bit for bit, so prefill's logits differ from
-// a loop of decodes only by the attention kernels' summation order (tests bound it).
+// a loop of decodes only by the attention kernels' summation order (tests bound it). With
+// max_prefill 0 the model has no prefill buffers (their rows and the prefill attention's
+// tiles are most of a small model's scratch) and prefill is that loop of decodes, as
+// llama2.c's run.c reads a prompt.
 // `decode_batch` is a decode step of several sessions in one pass over the weights
 // (continuous batching, as llama.cpp's server runs its slots): the same rows pass as a
 // prefill chunk, but row i is session i's next token, its attention is decode's over that
@@ -65,7 +68,9 @@
 // and where the cache lives (core/storage.hpp); the executor is per call. Every size is
 // known from the config before anything is allocated (`llama_buffers::lay_out`, the one
 // place the scratch's buffers are named and sized, and `llama_weight_arena_bytes`); after
-// `make`, decode allocates nothing.
+// `make`, decode allocates nothing. `make` allocates all of it in one block
+// (`memory_bytes`); `make_in` takes that block from the caller (with a buffer_storage KV
+// cache, the model then touches no heap at all: a firmware image's static array).
 //
 // Sessions are KV-cache sequences: several share the weights and the scratch (calls run
 // one at a time); `rollback` drops positions past a length (a rejected speculative draft),
@@ -75,12 +80,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <span>
 #include <utility>
-#include <vector>
 
 #include "hedge/attention/decode.hpp"
 #include "hedge/attention/prefill.hpp"
@@ -118,8 +124,11 @@ struct llama_options {
   std::size_t max_sessions = 1;  ///< sequences alive at once
   std::size_t context = 0;       ///< positions a session holds; 0 = the model's trained context
   std::size_t max_threads = 1;   ///< the most threads a call's executor uses (sizes the attention workspace)
-  std::size_t max_prefill = 64;  ///< prompt rows run through the layers together; longer prompts go in chunks
-  std::size_t max_batch = 1;     ///< sessions a decode_batch step runs together
+  /// Prompt rows run through the layers together; longer prompts go in chunks. 0: no
+  /// prefill buffers (the least memory: a firmware image), prefill() decodes the prompt
+  /// one token at a time, as llama2.c's run.c does.
+  std::size_t max_prefill = 64;
+  std::size_t max_batch = 1;  ///< sessions a decode_batch step runs together
   llama_repack repack = llama_repack::decode;
   llama_fusion fuse = llama_fusion::repacked;
   /// A decode step's matrix-vector product over fewer weight bytes than this, or its
@@ -163,8 +172,9 @@ struct llama_buffers {
     const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
     const std::size_t rope = c.rope_dim, local_rope = c.has_local_layers() ? rope : 0;
     const std::size_t threads = std::max<std::size_t>(1, options.max_threads);
-    const std::size_t rows = std::max<std::size_t>({1, options.max_prefill, options.max_batch});
-    const std::size_t batch = std::max<std::size_t>(1, options.max_batch);
+    // A batch of one runs decode's buffers.
+    const std::size_t batch = options.max_batch > 1 ? options.max_batch : 0;
+    const std::size_t rows = std::max(options.max_prefill, batch);
     llama_buffers b;
     const auto next = [&](std::size_t n) {
       float* p = base == nullptr ? nullptr : base + b.floats;
@@ -177,9 +187,10 @@ struct llama_buffers {
     b.gate_up = vector(2 * hidden), b.logits = vector(c.vocab_size);
     b.cos = vector(rope), b.sin = vector(rope), b.cos_local = vector(local_rope), b.sin_local = vector(local_rope);
     const std::size_t splits = c.n_kv_heads == 0 ? 1 : (threads + c.n_kv_heads - 1) / c.n_kv_heads;
-    b.attention = vector(std::max(
-        attention::decode_workspace_floats(c.n_heads, head, splits),
-        c.n_kv_heads == 0 ? 0 : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads)));
+    b.attention = vector(std::max(attention::decode_workspace_floats(c.n_heads, head, splits),
+                                  c.n_kv_heads == 0 || options.max_prefill == 0
+                                      ? 0
+                                      : attention::prefill_workspace_floats(c.n_heads, c.n_kv_heads, head, threads)));
     b.rows_x = matrix(dim), b.rows_xn = matrix(dim), b.rows_qkv = matrix(q_dim + 2 * kv), b.rows_att = matrix(q_dim);
     b.rows_o = matrix(dim), b.rows_gate_up = matrix(2 * hidden), b.rows_q = matrix(q_dim);
     b.rows_cos = matrix(rope), b.rows_sin = matrix(rope);
@@ -187,7 +198,7 @@ struct llama_buffers {
     b.rows_logits = matrix_view<float>(next(batch * c.vocab_size), batch, c.vocab_size);
     const std::size_t widest = std::max({dim, hidden, q_dim});
     b.gemv_workspace_bytes = matvec_workspace_bytes<Formats>(widest);
-    b.gemm_workspace_bytes = matmul_workspace_bytes<Formats>(rows, widest);
+    b.gemm_workspace_bytes = rows == 0 ? 0 : matmul_workspace_bytes<Formats>(rows, widest);
     return b;
   }
 };
@@ -293,11 +304,13 @@ class weight_arranger {
   std::size_t used_ = 0;
 };
 
-/// Runs every layer's and the classifier's matrices through `arranger`.
+/// Runs every layer's and the classifier's matrices through `arranger`, into `layers` (one
+/// per layer) and `output` unless they are empty / null (then it only counts).
 template <class Formats>
 result<void> arrange_weights(const llama_weights& w, weight_arranger<Formats>& arranger,
-                             std::vector<layer_matrices>* layers, weight_matrix* output) {
-  for (const llama_layer& y : w.layers) {
+                             std::span<layer_matrices> layers, weight_matrix* output) {
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const llama_layer& y = w.layers[l];
     auto qkv = arranger.place({y.wq, y.wk, y.wv});
     if (!qkv) return qkv.error();
     auto wo = arranger.place(y.wo);
@@ -306,7 +319,7 @@ result<void> arrange_weights(const llama_weights& w, weight_arranger<Formats>& a
     if (!gate_up) return gate_up.error();
     auto down = arranger.place(y.w_down);
     if (!down) return down.error();
-    if (layers != nullptr) layers->push_back({*qkv, *gate_up, *wo, *down});
+    if (!layers.empty()) layers[l] = {*qkv, *gate_up, *wo, *down};
   }
   auto out = arranger.place(w.output);
   if (!out) return out.error();
@@ -334,7 +347,7 @@ struct at_most {
 template <class Formats = all_weight_formats>
 result<std::size_t> llama_weight_arena_bytes(const llama_weights& weights, const llama_options& options = {}) {
   detail::weight_arranger<Formats> counter(options, nullptr);
-  HEDGE_TRY(detail::arrange_weights(weights, counter, nullptr, nullptr));
+  HEDGE_TRY(detail::arrange_weights(weights, counter, {}, nullptr));
   return counter.bytes();
 }
 
@@ -348,8 +361,23 @@ class llama {
  public:
   using cache_type = kv::kv_cache<kv::kv_dynamic_shape, KvElem, KvStorage>;
 
+  /// Whether the KV caches live in the model's memory block (KvStorage = buffer_storage):
+  /// otherwise their storage allocates itself (heap_storage) or is held (static_storage).
+  static constexpr bool caches_in_memory = std::same_as<KvStorage, buffer_storage<std::byte>>;
+
+  /// Bytes of the one block a model of `weights` made with `options` keeps everything it
+  /// owns in: its tables of layers, the weight arena (unless options.weight_arena is given),
+  /// the scratch, the matmul workspace, and the KV caches where caches_in_memory. make()
+  /// allocates it; make_in() takes it from the caller.
+  static result<std::size_t> memory_bytes(const llama_weights& weights, const llama_options& options = {}) noexcept {
+    auto layout = lay_out_memory(weights, with_context(options, weights.config));
+    if (!layout) return layout.error();
+    return layout->end;
+  }
+
   /// Checks the weights against their config, packs the repacked and fused matrices, and
-  /// sets up the cache and scratch (the only allocations). `weights` must outlive the model.
+  /// sets up the cache and scratch in one allocation of memory_bytes (the only one).
+  /// `weights` must outlive the model.
   static result<llama> make(const llama_weights& weights, const llama_options& options = {}) noexcept {
     return make(weights, options, [](std::span<const std::byte>) {});
   }
@@ -359,38 +387,62 @@ class llama {
   /// their pages: os::mapped_file::release). Not called after make() returns.
   static result<llama> make(const llama_weights& weights, const llama_options& options,
                             detail::released_bytes released) noexcept {
+    auto bytes = memory_bytes(weights, options);
+    if (!bytes) return bytes.error();
+    auto owned = heap_storage<std::byte>::make(std::max<std::size_t>(1, *bytes));
+    if (!owned) return owned.error();
+    auto m = make_in(weights, options, owned->span(), released);
+    if (!m) return m.error();
+    m->memory_ = std::move(*owned);
+    return m;
+  }
+
+  /// As make(), in the caller's `memory` (memory_bytes(weights, options) bytes, 64-byte
+  /// aligned, outliving the model): with KvStorage = buffer_storage<std::byte>, no heap (a
+  /// firmware image's static array).
+  static result<llama> make_in(const llama_weights& weights, const llama_options& options, std::span<std::byte> memory,
+                               detail::released_bytes released = [](std::span<const std::byte>) {}) noexcept {
     const auto& c = weights.config;
     HEDGE_TRY(c.check());
     HEDGE_TRY(check_shapes(weights));
     if (c.head_dim() > attention::attention_max_head_dim)
       return error{errc::unsupported} << "head dimension " << c.head_dim() << " above the attention kernels' "
                                       << attention::attention_max_head_dim;
-    if (options.max_prefill == 0) return error{errc::invalid_argument} << "max_prefill of 0 rows";
     if (options.max_batch == 0) return error{errc::invalid_argument} << "max_batch of 0 sessions";
     if (options.max_batch > options.max_sessions)
       return error{errc::invalid_argument} << "max_batch of " << options.max_batch << " above max_sessions of "
                                            << options.max_sessions;
     llama m;
     m.weights_ = &weights;
-    m.options_ = options;
-    if (m.options_.context == 0) m.options_.context = c.context_length;
-    HEDGE_TRY(m.arrange(weights, released));
+    m.options_ = with_context(options, c);
+    auto layout = lay_out_memory(weights, m.options_);
+    if (!layout) return layout.error();
+    if (memory.size() < layout->end)
+      return error{errc::capacity_exceeded} << "a model memory of " << memory.size() << " bytes, the model needs "
+                                            << layout->end;
+    if (reinterpret_cast<std::uintptr_t>(memory.data()) % detail::weight_arena_alignment != 0)
+      return error{errc::misaligned} << "the model memory is not " << detail::weight_arena_alignment << "-byte aligned";
+    std::byte* base = memory.data();
+    auto* layers = reinterpret_cast<detail::layer_matrices*>(base + layout->layers);
+    for (std::size_t l = 0; l < c.n_layers; ++l) ::new (static_cast<void*>(layers + l)) detail::layer_matrices{};
+    m.layers_ = {layers, c.n_layers};
+    m.kv_layer_ = {reinterpret_cast<std::uint32_t*>(base + layout->kv_layer), c.n_layers};
+    const std::span<std::byte> arena = options.weight_arena.empty()
+                                           ? std::span<std::byte>(base + layout->arena, layout->arena_bytes)
+                                           : options.weight_arena;
+    HEDGE_TRY(m.arrange(weights, arena, layout->arena_bytes, released));
     // LongRoPE: the long factors for a context beyond the one the short ones were trained for.
     const std::size_t original_context = c.rope_original_context != 0 ? c.rope_original_context : c.context_length;
     m.rope_factors_ = !weights.rope_factors_long.empty() && m.options_.context > original_context
                           ? weights.rope_factors_long
                           : weights.rope_factors;
-    HEDGE_TRY(m.make_caches());
-    const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options, nullptr);
-    auto scratch = heap_storage<float>::make(sizes.floats);
-    if (!scratch) return scratch.error();
-    m.scratch_ = std::move(*scratch);
-    m.buffers_ = llama_buffers::lay_out<Formats>(c, options, m.scratch_.data());
-    m.batch_positions_.resize(options.max_batch);
-    const std::size_t workspace_bytes = std::max(sizes.gemv_workspace_bytes, sizes.gemm_workspace_bytes);
-    auto workspace = heap_storage<std::byte>::make(std::max<std::size_t>(1, workspace_bytes));
-    if (!workspace) return workspace.error();
-    m.workspace_ = std::move(*workspace);
+    HEDGE_TRY(m.make_caches(layout->caches, {base + layout->kv_global, layout->kv_global_bytes},
+                            {base + layout->kv_ring, layout->kv_ring_bytes}));
+    auto* scratch = reinterpret_cast<float*>(base + layout->scratch);
+    std::fill_n(scratch, layout->scratch_floats, 0.0f);
+    m.buffers_ = llama_buffers::lay_out<Formats>(c, m.options_, scratch);
+    m.workspace_ = {base + layout->workspace, layout->workspace_bytes};
+    m.batch_positions_ = {reinterpret_cast<std::uint64_t*>(base + layout->batch_positions), m.options_.max_batch};
     return m;
   }
 
@@ -550,6 +602,21 @@ class llama {
     if (*have + tokens.size() > options_.context)
       return error{errc::capacity_exceeded} << "a prompt of " << tokens.size() << " tokens after " << *have
                                             << " does not fit the context of " << options_.context;
+    if (options_.max_prefill == 0) {  // no prefill buffers: one token at a time
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        auto at = extend(s, 1);
+        result<std::span<const float>> done =
+            at.ok() ? step(s, tokens[i], *at, executor) : result<std::span<const float>>(at.error());
+        if (!done) {
+          if (!rollback(s, *have))
+            return error{done.error().code()} << done.error().message() << "; the local layers' ring no longer holds "
+                                              << "the window at " << *have << " positions: release the session";
+          return done.error();
+        }
+        if (logits.rows() != 0) std::copy(done->begin(), done->end(), logits.row(i).data());
+      }
+      return ok();
+    }
     for (std::size_t first = 0; first < tokens.size(); first += options_.max_prefill) {
       const auto chunk = tokens.subspan(first, std::min(options_.max_prefill, tokens.size() - first));
       auto at = extend(s, chunk.size());
@@ -580,27 +647,97 @@ class llama {
     [[nodiscard]] std::uint64_t position(std::size_t i) const noexcept { return chunk() ? first + i : positions[i]; }
   };
 
-  /// Sets up the global layers' cache and, where it saves memory, the local layers' ring.
-  result<void> make_caches() noexcept {
-    const auto& c = weights_->config;
+  /// The caches a model keeps: the global layers' (every layer's without a ring) and, where
+  /// it saves memory, the local layers' ring of sliding_window + max_prefill positions.
+  struct cache_plan {
+    bool local_ring = false;
+    std::uint32_t global_layers = 0, ring_layers = 0;
+    kv::kv_config global{}, ring{};
+  };
+  static cache_plan plan_caches(const llama_config& c, const llama_options& options) noexcept {
+    cache_plan p;
     std::size_t local = 0;
     for (std::uint32_t l = 0; l < c.n_layers; ++l) local += c.local_layer(l) ? 1 : 0;
-    const std::size_t ring = std::size_t{c.sliding_window} + options_.max_prefill;
-    local_ring_ = local != 0 && local < c.n_layers && ring < options_.context;
-    kv_layer_.resize(c.n_layers);
+    const std::size_t ring = std::size_t{c.sliding_window} + options.max_prefill;
+    p.local_ring = local != 0 && local < c.n_layers && ring < options.context;
+    p.ring_layers = p.local_ring ? static_cast<std::uint32_t>(local) : 0;
+    p.global_layers = c.n_layers - p.ring_layers;
+    p.global = kv::kv_config{.max_sequences = options.max_sessions, .max_tokens = options.context};
+    p.ring = kv::kv_config{.max_sequences = options.max_sessions, .max_tokens = ring, .window = c.sliding_window};
+    return p;
+  }
+
+  /// Where make_in() puts each part of the model's memory (byte offsets, each 64-byte aligned).
+  struct memory_layout {
+    std::size_t layers = 0, kv_layer = 0, batch_positions = 0;
+    std::size_t arena = 0, arena_bytes = 0;
+    std::size_t scratch = 0, scratch_floats = 0;
+    std::size_t workspace = 0, workspace_bytes = 0;
+    std::size_t kv_global = 0, kv_global_bytes = 0, kv_ring = 0, kv_ring_bytes = 0;
+    std::size_t end = 0;
+    cache_plan caches;
+  };
+  static result<memory_layout> lay_out_memory(const llama_weights& weights, const llama_options& options) noexcept {
+    const auto& c = weights.config;
+    memory_layout m;
+    const auto place = [&m](std::size_t bytes) {
+      const std::size_t at = (m.end + detail::weight_arena_alignment - 1) / detail::weight_arena_alignment *
+                             detail::weight_arena_alignment;
+      m.end = at + bytes;
+      return at;
+    };
+    m.layers = place(c.n_layers * sizeof(detail::layer_matrices));
+    m.kv_layer = place(c.n_layers * sizeof(std::uint32_t));
+    m.batch_positions = place(options.max_batch * sizeof(std::uint64_t));
+    auto arena = llama_weight_arena_bytes<Formats>(weights, options);
+    if (!arena) return arena.error();
+    m.arena_bytes = *arena;
+    m.arena = place(options.weight_arena.empty() ? m.arena_bytes : 0);
+    const llama_buffers sizes = llama_buffers::lay_out<Formats>(c, options, nullptr);
+    m.scratch_floats = sizes.floats;
+    m.scratch = place(sizes.floats * sizeof(float));
+    m.workspace_bytes = std::max<std::size_t>(1, std::max(sizes.gemv_workspace_bytes, sizes.gemm_workspace_bytes));
+    m.workspace = place(m.workspace_bytes);
+    m.caches = plan_caches(c, options);
+    if constexpr (caches_in_memory) {
+      m.kv_global_bytes =
+          kv::kv_storage_bytes<KvElem>(kv::kv_dynamic_shape{m.caches.global_layers, c.n_kv_heads, c.head_dim()},
+                                       m.caches.global);
+      m.kv_global = place(m.kv_global_bytes);
+      if (m.caches.local_ring) {
+        m.kv_ring_bytes = kv::kv_storage_bytes<KvElem>(
+            kv::kv_dynamic_shape{m.caches.ring_layers, c.n_kv_heads, c.head_dim()}, m.caches.ring);
+        m.kv_ring = place(m.kv_ring_bytes);
+      }
+    }
+    return m;
+  }
+
+  /// `options` with its context resolved (0: the model's trained context).
+  static llama_options with_context(llama_options options, const llama_config& c) noexcept {
+    if (options.context == 0) options.context = c.context_length;
+    return options;
+  }
+
+  /// Sets up the caches `plan` names, in `global` and `ring` where caches_in_memory.
+  result<void> make_caches(const cache_plan& plan, std::span<std::byte> global, std::span<std::byte> ring) noexcept {
+    const auto& c = weights_->config;
+    local_ring_ = plan.local_ring;
     std::uint32_t next[2] = {0, 0};  // next index in the global cache, in the ring
     for (std::uint32_t l = 0; l < c.n_layers; ++l) kv_layer_[l] = next[ring_layer(l) ? 1 : 0]++;
-    auto global = cache_type::make(kv::kv_dynamic_shape{next[0], c.n_kv_heads, c.head_dim()},
-                                   kv::kv_config{.max_sequences = options_.max_sessions, .max_tokens = options_.context});
-    if (!global) return global.error();
-    cache_ = std::move(*global);
+    const auto make_cache = [](cache_type& cache, const kv::kv_dynamic_shape& shape, const kv::kv_config& config,
+                               [[maybe_unused]] std::span<std::byte> memory) -> result<void> {
+      if constexpr (caches_in_memory) {
+        auto storage = KvStorage::make(memory);
+        if (!storage) return storage.error();
+        return cache.init(shape, config, *storage);
+      } else {
+        return cache.init(shape, config);
+      }
+    };
+    HEDGE_TRY(make_cache(cache_, kv::kv_dynamic_shape{next[0], c.n_kv_heads, c.head_dim()}, plan.global, global));
     if (!local_ring_) return ok();
-    auto ring_cache = cache_type::make(
-        kv::kv_dynamic_shape{next[1], c.n_kv_heads, c.head_dim()},
-        kv::kv_config{.max_sequences = options_.max_sessions, .max_tokens = ring, .window = c.sliding_window});
-    if (!ring_cache) return ring_cache.error();
-    local_cache_ = std::move(*ring_cache);
-    return ok();
+    return make_cache(local_cache_, kv::kv_dynamic_shape{next[1], c.n_kv_heads, c.head_dim()}, plan.ring, ring);
   }
 
   /// Whether layer l keeps its K/V in the local ring.
@@ -726,7 +863,7 @@ class llama {
     const std::size_t q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
     const auto q = b.qkv.subview(0, q_dim), k = b.qkv.subview(q_dim, kv_dim), v = b.qkv.subview(q_dim + kv_dim, kv_dim);
     const auto gate = b.gate_up.subview(0, hidden), up = b.gate_up.subview(hidden, hidden);
-    const std::span<std::byte> ws(workspace_.data(), b.gemv_workspace_bytes);
+    const std::span<std::byte> ws = workspace_.first(b.gemv_workspace_bytes);
     exec::serial serial;
     const auto matmul = [&](const weight_matrix& m, vector_view<const float> in, vector_view<float> out) {
       if (detail::stored_bytes<Formats>(m) < options_.parallel_min_bytes)
@@ -841,7 +978,7 @@ class llama {
     const auto cos = chunk(b.rows_cos), sin = chunk(b.rows_sin);
     const auto cos_local = chunk(b.rows_cos_local), sin_local = chunk(b.rows_sin_local);
     const auto all = [rows](matrix_view<float> m) { return vector_view<float>(m.data(), rows * m.cols()); };
-    const std::span<std::byte> ws(workspace_.data(), b.gemm_workspace_bytes);
+    const std::span<std::byte> ws = workspace_.first(b.gemm_workspace_bytes);
     const auto project = [&](const detail::projection& m, matrix_view<const float> in,
                              matrix_view<float> out) -> result<void> {
       std::size_t at = 0;
@@ -900,28 +1037,18 @@ class llama {
     return ok();
   }
 
-  /// Packs the repacked and fused matrices into the weight arena (the caller's or a new one).
-  result<void> arrange(const llama_weights& w, detail::released_bytes released) {
-    auto bytes = llama_weight_arena_bytes<Formats>(w, options_);
-    if (!bytes) return bytes.error();
-    arena_bytes_ = *bytes;
-    std::byte* arena = options_.weight_arena.data();
-    if (!options_.weight_arena.empty()) {
-      if (options_.weight_arena.size() < arena_bytes_)
-        return error{errc::capacity_exceeded} << "a weight arena of " << options_.weight_arena.size() << " bytes for "
-                                              << arena_bytes_ << " bytes of repacked and fused weights";
-      if (reinterpret_cast<std::uintptr_t>(arena) % detail::weight_arena_alignment != 0)
-        return error{errc::misaligned} << "the weight arena is not " << detail::weight_arena_alignment
-                                       << "-byte aligned";
-    } else if (arena_bytes_ != 0) {
-      auto owned = heap_storage<std::byte>::make(arena_bytes_);
-      if (!owned) return owned.error();
-      arena_ = std::move(*owned);
-      arena = arena_.data();
-    }
-    detail::weight_arranger<Formats> arranger(options_, arena, &released);
-    layers_.reserve(w.layers.size());
-    HEDGE_TRY(detail::arrange_weights(w, arranger, &layers_, &output_));
+  /// Packs the repacked and fused matrices (`bytes` of them) into `arena`.
+  result<void> arrange(const llama_weights& w, std::span<std::byte> arena, std::size_t bytes,
+                       detail::released_bytes released) {
+    arena_bytes_ = bytes;
+    if (arena.size() < arena_bytes_)
+      return error{errc::capacity_exceeded} << "a weight arena of " << arena.size() << " bytes for " << arena_bytes_
+                                            << " bytes of repacked and fused weights";
+    if (reinterpret_cast<std::uintptr_t>(arena.data()) % detail::weight_arena_alignment != 0)
+      return error{errc::misaligned} << "the weight arena is not " << detail::weight_arena_alignment
+                                     << "-byte aligned";
+    detail::weight_arranger<Formats> arranger(options_, arena.data(), &released);
+    HEDGE_TRY(detail::arrange_weights(w, arranger, layers_, &output_));
     const bool shared = w.output.data == w.token_embedding.data;
     embedding_ = shared ? output_ : w.token_embedding;
     return ok();
@@ -989,17 +1116,16 @@ class llama {
   llama_options options_;
   llama_buffers buffers_;
   vector_view<const float> rope_factors_;  ///< the weights' rope_factors, or LongRoPE's long ones (make())
-  std::vector<detail::layer_matrices> layers_;
+  std::span<detail::layer_matrices> layers_;  ///< in the memory block, as everything below
   weight_matrix embedding_, output_;
-  heap_storage<std::byte> arena_;
   std::size_t arena_bytes_ = 0;
   cache_type cache_;        ///< the global layers' K/V (every layer's without a local ring)
   cache_type local_cache_;  ///< the local layers' ring, where local_ring_
   bool local_ring_ = false;
-  std::vector<std::uint32_t> kv_layer_;  ///< layer l's index in its cache
-  std::vector<std::uint64_t> batch_positions_;  ///< decode_batch's rows' positions (max_batch)
-  heap_storage<float> scratch_;
-  heap_storage<std::byte> workspace_;
+  std::span<std::uint32_t> kv_layer_;  ///< layer l's index in its cache
+  std::span<std::uint64_t> batch_positions_;  ///< decode_batch's rows' positions (max_batch)
+  std::span<std::byte> workspace_;      ///< the GEMV / GEMM activation rows
+  heap_storage<std::byte> memory_;      ///< the memory block, unless the caller lent it (make_in)
 };
 
 }  // namespace hedge::model

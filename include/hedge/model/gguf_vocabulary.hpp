@@ -20,13 +20,17 @@
 //   tokenizer.ggml.add_space_prefix   default true (gpt2: false)
 //   general.name                      holding "phi-3" or "phi3" (any case): strip_after_special
 //
-// The pieces are views of the GGUF's bytes, which must outlive the vocabulary.
+// The pieces are views of the GGUF's bytes, which must outlive the vocabulary. With memory
+// the caller lends (`gguf_vocabulary_bytes`), a SentencePiece vocabulary is read without
+// the heap; byte-level BPE's merge table is allocated, so that path refuses "gpt2".
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <utility>
 
 #include "hedge/core/result.hpp"
 #include "hedge/model/bpe_merges.hpp"
@@ -36,7 +40,11 @@
 
 namespace hedge::model {
 
-inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
+namespace detail {
+/// Reads the vocabulary keys and calls build(count, token_at, settings, merges) with them;
+/// `Lent`: the caller lends the memory, and byte-level BPE (its merge table allocates) is refused.
+template <bool Lent, class Build>
+result<vocabulary> read_gguf_vocabulary(const gguf_file& file, Build&& build) noexcept {
   const auto model = file.find("tokenizer.ggml.model");
   if (!model) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.model key (no vocabulary)";
   const auto model_name = model->as_string();
@@ -129,7 +137,11 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
   }
 
   bpe_merges merges;
-  if (settings.model == tokenizer_model::bpe) {
+  if constexpr (Lent) {
+    if (settings.model == tokenizer_model::bpe)
+      return error{errc::unsupported} << "tokenizer.ggml.model \"gpt2\" in caller memory: its merge table is "
+                                      << "allocated (only SentencePiece vocabularies are read without the heap)";
+  } else if (settings.model == tokenizer_model::bpe) {
     const auto list = file.find("tokenizer.ggml.merges");
     if (!list) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.merges key (required by tokenizer.ggml.model \"gpt2\")";
     if (!list->is_array() || list->element_type() != gguf_value_type::string)
@@ -145,7 +157,7 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
   }
 
   auto piece = tokens->strings().begin();
-  return vocabulary::build(
+  return build(
       static_cast<std::size_t>(count),
       [&](std::size_t id) -> result<token_record> {
         token_record r;
@@ -170,6 +182,36 @@ inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
         return r;
       },
       settings, std::move(merges));
+}
+
+}  // namespace detail
+
+inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file) noexcept {
+  return detail::read_gguf_vocabulary<false>(file, [](std::size_t count, auto&& token_at, vocabulary_settings settings,
+                                                      bpe_merges merges) {
+    return vocabulary::build(count, token_at, settings, std::move(merges));
+  });
+}
+
+/// Bytes the file's vocabulary needs from the caller (vocabulary::memory_bytes of its token count).
+inline result<std::size_t> gguf_vocabulary_bytes(const gguf_file& file) noexcept {
+  const auto tokens = file.find("tokenizer.ggml.tokens");
+  if (!tokens) return error{errc::parse_error} << "GGUF has no tokenizer.ggml.tokens key";
+  if (!tokens->is_array() || tokens->element_type() != gguf_value_type::string)
+    return error{errc::parse_error} << "tokenizer.ggml.tokens is not an array of strings";
+  if (tokens->size() > vocabulary::max_tokens)
+    return error{errc::unsupported} << "tokenizer.ggml.tokens holds " << tokens->size() << " tokens, more than "
+                                    << vocabulary::max_tokens;
+  return vocabulary::memory_bytes(static_cast<std::size_t>(tokens->size()));
+}
+
+/// The file's SentencePiece vocabulary in `memory` (gguf_vocabulary_bytes, 64-byte aligned,
+/// outliving the vocabulary): no heap.
+inline result<vocabulary> read_gguf_vocabulary(const gguf_file& file, std::span<std::byte> memory) noexcept {
+  return detail::read_gguf_vocabulary<true>(file, [memory](std::size_t count, auto&& token_at,
+                                                           vocabulary_settings settings, bpe_merges merges) {
+    return vocabulary::build(count, token_at, settings, std::move(merges), memory);
+  });
 }
 
 }  // namespace hedge::model

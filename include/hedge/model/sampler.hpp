@@ -82,6 +82,14 @@ constexpr std::size_t sampler_workspace_bytes(std::size_t vocab) noexcept {
   return vocab * (sizeof(id_logprob) + sizeof(float));
 }
 
+/// The greedy choice: the index of the largest logit, the first on ties (llama2.c's argmax).
+inline std::int32_t argmax(std::span<const float> logits) noexcept {
+  std::size_t best = 0;
+  for (std::size_t j = 1; j < logits.size(); ++j)
+    if (logits[j] > logits[best]) best = j;
+  return static_cast<std::int32_t>(best);
+}
+
 /// Chooses tokens with a configuration and a generator.
 /// \tparam Random has `double uniform()` in [0, 1): seeded_random, llama2c_random
 template <class Random = seeded_random>
@@ -162,12 +170,6 @@ class sampler {
     return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
   }
 
-  static std::int32_t argmax(std::span<const float> x) noexcept {
-    std::size_t best = 0;
-    for (std::size_t j = 1; j < x.size(); ++j)
-      if (x[j] > x[best]) best = j;
-    return static_cast<std::int32_t>(best);
-  }
 
   /// Steps 2-4 on the logits (overwritten by the probabilities).
   std::int32_t draw(std::span<float> x, id_logprob* candidates) noexcept {

@@ -4,10 +4,10 @@
 //
 // The pieces are views into the bytes they were read from (a GGUF's tokenizer.ggml.tokens
 // array, a llama2.c tokenizer.bin): those bytes must outlive the vocabulary. What the
-// vocabulary owns it allocates once, at build time: one record per token and an
-// open-addressing hash table of 2^k slots (k the least with 2^k >= 2 * tokens), so a
-// lookup in the encoder's hot loop hashes the candidate bytes and compares a few pieces,
-// with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
+// vocabulary owns it allocates once, at build time, or takes from memory the caller lends
+// (then no heap): one record per token and an open-addressing hash table of 2^k slots (k
+// the least with 2^k >= 2 * tokens), so a lookup in the encoder's hot loop hashes the
+// candidate bytes and compares a few pieces, with no heap. Loading follows llama.cpp's llama_vocab::load (src/llama-vocab.cpp):
 // when two ids share a piece, the lookup answers the higher id, and an empty piece is
 // never found. Its name-based fix-ups are kept too, since ids and text depend on them:
 // the known end markers (end_markers below) are end-of-generation tokens and count as
@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -116,24 +117,50 @@ class vocabulary {
 
   vocabulary() noexcept = default;
 
+  /// Bytes a vocabulary of `count` tokens keeps (its records, hash table, special-token
+  /// order and end-of-generation set, each 64-byte aligned): what `build` allocates, or
+  /// needs from the caller's memory. SIZE_MAX where the count overflows it.
+  static constexpr std::size_t memory_bytes(std::size_t count) noexcept {
+    if (count > (SIZE_MAX / 2) / (sizeof(token_record) + 4 * sizeof(std::uint32_t))) return SIZE_MAX;
+    const memory_layout m = lay_out(count);
+    return m.end;
+  }
+
   /// Builds a vocabulary of `count` tokens, `token_at(i)` giving id i's record (a
   /// result<token_record>). Special ids outside [0, count) are disabled (no_token), as
-  /// llama.cpp does. Allocates count records and the hash table, once.
+  /// llama.cpp does. Allocates memory_bytes(count), once.
   template <class TokenAt>
   static result<vocabulary> build(std::size_t count, TokenAt&& token_at, vocabulary_settings settings,
                                   bpe_merges merges = {}) noexcept {
+    if (count > max_tokens) return error{errc::unsupported} << "vocabulary of " << count << " tokens exceeds " << max_tokens;
+    auto owned = heap_storage<std::byte>::make(memory_bytes(count));
+    if (!owned) return owned.error();
+    auto v = build(count, token_at, settings, std::move(merges), owned->span());
+    if (v) v->owned_ = std::move(*owned);
+    return v;
+  }
+
+  /// As above, in the caller's `memory` (memory_bytes(count) bytes, 64-byte aligned), which
+  /// must outlive the vocabulary: no heap (a firmware image's static array).
+  template <class TokenAt>
+  static result<vocabulary> build(std::size_t count, TokenAt&& token_at, vocabulary_settings settings,
+                                  bpe_merges merges, std::span<std::byte> memory) noexcept {
     if (count == 0) return error{errc::parse_error} << "vocabulary has no tokens";
     if (count > max_tokens) return error{errc::unsupported} << "vocabulary of " << count << " tokens exceeds " << max_tokens;
+    if (memory.size() < memory_bytes(count))
+      return error{errc::capacity_exceeded} << "vocabulary of " << count << " tokens in " << memory.size()
+                                            << " bytes: it needs " << memory_bytes(count);
+    if (reinterpret_cast<std::uintptr_t>(memory.data()) % cache_line_bytes != 0)
+      return error{errc::misaligned} << "vocabulary memory is not " << cache_line_bytes << "-byte aligned";
+    const memory_layout m = lay_out(count);
     vocabulary v;
-    auto records = heap_storage<token_record>::make(count);
-    if (!records) return records.error();
-    std::size_t slots = 1;
-    while (slots < 2 * count) slots *= 2;
-    auto table = heap_storage<std::uint32_t>::make(slots);
-    if (!table) return table.error();
-    v.records_ = std::move(*records);
-    v.table_ = std::move(*table);
-    for (auto& slot : v.table_.span()) slot = empty_slot;
+    auto* records = reinterpret_cast<token_record*>(memory.data() + m.records);
+    for (std::size_t i = 0; i < count; ++i) ::new (static_cast<void*>(records + i)) token_record{};
+    v.records_ = {records, count};
+    v.table_ = {reinterpret_cast<std::uint32_t*>(memory.data() + m.table), m.slots};
+    v.special_order_ = {reinterpret_cast<std::uint32_t*>(memory.data() + m.special_order), 0};
+    v.end_of_generation_ = {reinterpret_cast<token_id*>(memory.data() + m.end_of_generation), 0};
+    for (auto& slot : v.table_) slot = empty_slot;
     for (std::size_t i = 0; i < count; ++i) {
       result<token_record> r = token_at(i);
       if (!r) return r.error();
@@ -171,12 +198,8 @@ class vocabulary {
       }
       v.byte_tokens_[b] = id == no_token ? v.settings_.unk : id;
     }
-    if (v.special_ > 0) {
-      auto order = heap_storage<std::uint32_t>::make(v.special_);
-      if (!order) return order.error();
-      v.special_order_ = std::move(*order);
-      v.sort_special();
-    }
+    v.special_order_ = {v.special_order_.data(), v.special_};
+    v.sort_special();
     const std::string_view space = v.space_piece();
     v.space_is_token_ = v.find(space) != no_token;
     v.splits_at_spaces_ = true;
@@ -227,14 +250,14 @@ class vocabulary {
   /// Control, user-defined and unknown tokens, longest piece first, ties by id: the tokens
   /// llama.cpp's tokenizer_st_partition splits out of the text before the merges (the
   /// user-defined ones always, the others only with parse_special).
-  [[nodiscard]] std::span<const std::uint32_t> special_order() const noexcept { return special_order_.span(); }
+  [[nodiscard]] std::span<const std::uint32_t> special_order() const noexcept { return special_order_; }
   /// Whether any piece is user-defined (split out of text even without parse_special).
   [[nodiscard]] bool has_user_defined() const noexcept { return user_defined_ > 0; }
 
   /// The end-of-generation tokens, ascending: the end markers, EOS, EOT and EOM.
-  [[nodiscard]] std::span<const token_id> end_of_generation() const noexcept { return end_of_generation_.span(); }
+  [[nodiscard]] std::span<const token_id> end_of_generation() const noexcept { return end_of_generation_; }
   [[nodiscard]] bool is_end_of_generation(token_id id) const noexcept {
-    for (const token_id e : end_of_generation_.span())
+    for (const token_id e : end_of_generation_)
       if (e == id) return true;
     return false;
   }
@@ -256,29 +279,45 @@ class vocabulary {
     return false;
   }
 
-  /// The end markers found at build time, then EOS, EOT and EOM where not among them.
+  /// Offsets of a vocabulary's arrays in its memory: records, hash table (2^k slots, k the
+  /// least with 2^k >= 2 count), special-token order (at most count) and end-of-generation
+  /// set (the end markers, at most count, and EOS, EOT, EOM).
+  struct memory_layout {
+    std::size_t slots, records, table, special_order, end_of_generation, end;
+  };
+  static constexpr memory_layout lay_out(std::size_t count) noexcept {
+    const auto aligned = [](std::size_t n) { return (n + cache_line_bytes - 1) / cache_line_bytes * cache_line_bytes; };
+    memory_layout m{};
+    m.slots = 1;
+    while (m.slots < 2 * count) m.slots *= 2;
+    m.records = 0;
+    m.table = aligned(m.records + count * sizeof(token_record));
+    m.special_order = aligned(m.table + m.slots * sizeof(std::uint32_t));
+    m.end_of_generation = aligned(m.special_order + count * sizeof(std::uint32_t));
+    m.end = m.end_of_generation + (count + 3) * sizeof(token_id);
+    return m;
+  }
+
+  /// The end markers found at build time, then EOS, EOT and EOM where not among them, in
+  /// end_of_generation_'s room (end_of_generation_count_ + 3 ids).
   result<void> collect_end_of_generation() noexcept {
-    auto set = heap_storage<token_id>::make(end_of_generation_count_ + 3);
-    if (!set) return set.error();
+    token_id* set = end_of_generation_.data();
     std::size_t n = 0;
     for (std::size_t id = 0; id < size() && n < end_of_generation_count_; ++id)
-      if (is_end_marker(records_.data()[id].piece)) set->data()[n++] = static_cast<token_id>(id);
+      if (is_end_marker(records_[id].piece)) set[n++] = static_cast<token_id>(id);
     for (const token_id id : {settings_.eos, settings_.eot, settings_.eom}) {
       if (id == no_token) continue;
       std::size_t at = 0;
-      while (at < n && set->data()[at] != id) ++at;
+      while (at < n && set[at] != id) ++at;
       if (at < n) continue;
-      while (at > 0 && set->data()[at - 1] > id) {
-        set->data()[at] = set->data()[at - 1];
+      while (at > 0 && set[at - 1] > id) {
+        set[at] = set[at - 1];
         --at;
       }
-      set->data()[at] = id;
+      set[at] = id;
       ++n;
     }
-    auto exact = heap_storage<token_id>::make(n);
-    if (!exact) return exact.error();
-    for (std::size_t i = 0; i < n; ++i) exact->data()[i] = set->data()[i];
-    end_of_generation_ = std::move(*exact);
+    end_of_generation_ = {set, n};
     return {};
   }
 
@@ -311,10 +350,11 @@ class vocabulary {
     }
   }
 
-  heap_storage<token_record> records_;
-  heap_storage<std::uint32_t> table_;
-  heap_storage<std::uint32_t> special_order_;
-  heap_storage<token_id> end_of_generation_;
+  std::span<token_record> records_;
+  std::span<std::uint32_t> table_;
+  std::span<std::uint32_t> special_order_;
+  std::span<token_id> end_of_generation_;
+  heap_storage<std::byte> owned_;  ///< the arrays above, unless the caller lent their memory
   bpe_merges merges_;
   vocabulary_settings settings_{};
   std::size_t max_piece_ = 0;

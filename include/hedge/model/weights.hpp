@@ -9,7 +9,10 @@
 // kernel. A matrix of a format outside the set is an error naming the format.
 //
 // Readers fill `llama_weights`: `llama2c_weights` (float32, shared classifier by the sign
-// rule) and `gguf_weights` (llama.cpp's tensor names), both views of the file's bytes.
+// rule) and `gguf_weights` (llama.cpp's tensor names), both views of the file's bytes. The
+// one thing a llama_weights holds besides views is its table of layers: on the heap, or,
+// given by the caller to `gguf_weights(file, layers)`, in the caller's memory (no heap: a
+// firmware image reads a GGUF in flash this way).
 //
 // A matrix is in one of two layouts: the file's (row-major, `interleaved` false) or
 // kernels/repack.hpp's 8-row interleaved groups (Q4_0, Q8_0, Q4_K), which the GEMV and
@@ -20,17 +23,19 @@
 // take either layout.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
-#include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hedge/core/executor.hpp"
 #include "hedge/core/result.hpp"
+#include "hedge/core/storage.hpp"
 #include "hedge/core/view.hpp"
 #include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
@@ -261,11 +266,11 @@ struct llama_layer {
 };
 
 /// A llama model's weights: views into a file's bytes (or a load-time arena), which must
-/// outlive it.
+/// outlive it, and the table of its layers. Move-only (`copy_weights` copies).
 struct llama_weights {
   llama_config config;
   weight_matrix token_embedding;  ///< [vocab][dim]
-  std::vector<llama_layer> layers;
+  std::span<llama_layer> layers;  ///< [n_layers]: in layer_storage, or in the memory a reader was lent
   vector_view<const float> output_norm;  ///< [dim]
   weight_matrix output;                  ///< [vocab][dim]: the embedding itself when shared
   /// [rope_dim / 2] divisors of each pair's RoPE frequency (llama.cpp's rope_freqs, or
@@ -273,16 +278,41 @@ struct llama_weights {
   vector_view<const float> rope_factors;
   /// LongRoPE's long factors [rope_dim / 2], for contexts above config.rope_original_context; empty: none.
   vector_view<const float> rope_factors_long;
+  heap_storage<llama_layer> layer_storage;  ///< the layers, unless a reader was lent their memory
+
+  /// `n` empty layers on the heap.
+  result<void> allocate_layers(std::size_t n) noexcept {
+    auto storage = heap_storage<llama_layer>::make(n);
+    if (!storage) return storage.error();
+    layer_storage = std::move(*storage);
+    layers = layer_storage.span();
+    return ok();
+  }
 };
 
+/// A copy of `w` whose layer table is on the heap (the views still name w's bytes).
+inline result<llama_weights> copy_weights(const llama_weights& w) noexcept {
+  llama_weights c;
+  c.config = w.config;
+  c.token_embedding = w.token_embedding;
+  c.output_norm = w.output_norm;
+  c.output = w.output;
+  c.rope_factors = w.rope_factors;
+  c.rope_factors_long = w.rope_factors_long;
+  HEDGE_TRY(c.allocate_layers(w.layers.size()));
+  for (std::size_t l = 0; l < w.layers.size(); ++l) c.layers[l] = w.layers[l];
+  return c;
+}
+
 /// A llama2.c checkpoint's weights (float32; w1 is the gate, w3 the up projection).
-inline llama_weights llama2c_weights(const llama2c_checkpoint& c) {
+inline result<llama_weights> llama2c_weights(const llama2c_checkpoint& c) noexcept {
   llama_weights w;
   w.config = c.config();
   w.token_embedding = weight_matrix::of(c.token_embedding());
+  HEDGE_TRY(w.allocate_layers(w.config.n_layers));
   for (std::size_t l = 0; l < w.config.n_layers; ++l) {
     const auto v = c.layer(l);
-    llama_layer& y = w.layers.emplace_back();
+    llama_layer& y = w.layers[l];
     y.attn_norm = v.rms_att;
     y.ffn_norm = v.rms_ffn;
     y.wq = weight_matrix::of(v.wq);
@@ -336,7 +366,9 @@ result<llama_weights> quantize_weights(const llama_weights& w, std::span<std::by
                                           << quantized_weights_bytes<To>(w) << " bytes of " << To::name << " weights";
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % alignof(typename To::block) != 0)
     return error{errc::misaligned} << "the weight arena is not aligned for " << To::name << " blocks";
-  llama_weights q = w;
+  auto copy = copy_weights(w);
+  if (!copy) return copy.error();
+  llama_weights q = std::move(*copy);
   const bool shared = w.output.data == w.token_embedding.data;
   std::size_t used = 0;
   std::vector<float> row;
@@ -368,7 +400,52 @@ inline result<weight_matrix> matrix_rows(const weight_matrix& m, std::size_t fir
   }));
   return weight_matrix{m.type, m.data + first * row_bytes, count, m.cols};
 }
+
+/// "blk.<layer>.<suffix>", a layer's tensor name, in a buffer of GGUF's longest name (cut there).
+class layer_tensor_name {
+ public:
+  layer_tensor_name(std::size_t layer, std::string_view suffix) noexcept {
+    append("blk.");
+    char digits[20];
+    const auto written = std::to_chars(digits, digits + sizeof digits, layer);
+    append({digits, static_cast<std::size_t>(written.ptr - digits)});
+    append(".");
+    append(suffix);
+  }
+  [[nodiscard]] std::string_view view() const noexcept { return {text_, size_}; }
+  operator std::string_view() const noexcept { return view(); }  // NOLINT: a name wherever one is read
+
+ private:
+  void append(std::string_view s) noexcept {
+    for (char c : s)
+      if (size_ < sizeof text_) text_[size_++] = c;
+  }
+  char text_[gguf_limits::max_tensor_name_bytes];
+  std::size_t size_ = 0;
+};
+
+/// The file's llama config, its block_count checked against the tensors it holds.
+inline result<llama_config> gguf_checked_config(const gguf_file& file) noexcept {
+  auto config = read_llama_config(file);
+  if (!config) return config.error();
+  // A layer has at least 6 tensors (two norms, Q|K|V, output, up, down): a block_count
+  // the file cannot hold is refused before the layers are allocated.
+  constexpr std::uint64_t least_layer_tensors = 6;
+  if (config->n_layers > file.tensor_count() / least_layer_tensors)
+    return error{errc::parse_error} << "GGUF: block_count " << config->n_layers << " needs at least "
+                                    << least_layer_tensors * config->n_layers << " tensors, the file holds "
+                                    << file.tensor_count();
+  return config;
+}
 }  // namespace detail
+
+/// Layers `gguf_weights(file, layers)` needs room for: the file's block_count, checked
+/// against the tensors it holds.
+inline result<std::size_t> gguf_layer_count(const gguf_file& file) noexcept {
+  auto config = detail::gguf_checked_config(file);
+  if (!config) return config.error();
+  return std::size_t{config->n_layers};
+}
 
 /// A GGUF model's weights, by llama.cpp's tensor names: token_embd, output_norm, output
 /// (absent: the embedding classifies), rope_freqs or rope_factors_long/_short, and per
@@ -379,19 +456,18 @@ inline result<weight_matrix> matrix_rows(const weight_matrix& m, std::size_t fir
 /// checked against the config here, and a mismatch names the tensor; vectors must be F32;
 /// matrices may be any type, checked against the model's formats when the model is made.
 /// Nothing is sized by the file's counts before they are checked against its tensors.
-inline result<llama_weights> gguf_weights(const gguf_file& file) {
+/// The layer table goes in `layers` (at least gguf_layer_count(file) of them, outliving
+/// the weights): no heap.
+inline result<llama_weights> gguf_weights(const gguf_file& file, std::span<llama_layer> layers) noexcept {
   llama_weights w;
-  auto config = read_llama_config(file);
+  auto config = detail::gguf_checked_config(file);
   if (!config) return config.error();
   w.config = *config;
   const llama_config& c = w.config;
-  // A layer has at least 6 tensors (two norms, Q|K|V, output, up, down): a block_count
-  // the file cannot hold is refused before the layers are allocated.
-  constexpr std::uint64_t least_layer_tensors = 6;
-  if (c.n_layers > file.tensor_count() / least_layer_tensors)
-    return error{errc::parse_error} << "GGUF: block_count " << c.n_layers << " needs at least "
-                                    << least_layer_tensors * c.n_layers << " tensors, the file holds "
-                                    << file.tensor_count();
+  if (layers.size() < c.n_layers)
+    return error{errc::capacity_exceeded} << "GGUF: block_count " << c.n_layers << " in a table of " << layers.size()
+                                          << " layers";
+  w.layers = layers.first(c.n_layers);
   const std::size_t dim = c.dim, q_dim = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
   const auto shape_error = [](std::string_view name) {
     error e{errc::shape_mismatch};
@@ -399,7 +475,7 @@ inline result<llama_weights> gguf_weights(const gguf_file& file) {
     return detail::append_name(e, name);
   };
   // A matrix of `rows` x `cols`.
-  const auto matrix = [&](const std::string& name, std::size_t rows, std::size_t cols, bool required,
+  const auto matrix = [&](std::string_view name, std::size_t rows, std::size_t cols, bool required,
                           weight_matrix& out) -> result<void> {
     const auto t = file.find_tensor(name);
     if (!t) {
@@ -412,7 +488,7 @@ inline result<llama_weights> gguf_weights(const gguf_file& file) {
     out = {t->type, t->bytes.data(), static_cast<std::size_t>(t->rows()), static_cast<std::size_t>(t->dims[0])};
     return ok();
   };
-  const auto vector = [&](const std::string& name, std::size_t size, bool required,
+  const auto vector = [&](std::string_view name, std::size_t size, bool required,
                           vector_view<const float>& out) -> result<void> {
     if (!required && !file.find_tensor(name)) return ok();
     auto v = file.vector<quant::f32>(name);
@@ -430,50 +506,62 @@ inline result<llama_weights> gguf_weights(const gguf_file& file) {
   if (w.rope_factors.empty()) HEDGE_TRY(vector("rope_factors_short.weight", c.rope_dim / 2, false, w.rope_factors));
   HEDGE_TRY(vector("rope_factors_long.weight", c.rope_dim / 2, false, w.rope_factors_long));
 
-  w.layers.reserve(c.n_layers);
   for (std::size_t l = 0; l < c.n_layers; ++l) {
-    const std::string blk = "blk." + std::to_string(l) + ".";
-    llama_layer& y = w.layers.emplace_back();
-    HEDGE_TRY(vector(blk + "attn_norm.weight", dim, true, y.attn_norm));
-    HEDGE_TRY(vector(blk + "ffn_norm.weight", dim, true, y.ffn_norm));
-    if (file.find_tensor(blk + "attn_q.weight") || !file.find_tensor(blk + "attn_qkv.weight")) {
-      HEDGE_TRY(matrix(blk + "attn_q.weight", q_dim, dim, true, y.wq));
-      HEDGE_TRY(matrix(blk + "attn_k.weight", kv, dim, true, y.wk));
-      HEDGE_TRY(matrix(blk + "attn_v.weight", kv, dim, true, y.wv));
+    const auto blk = [l](std::string_view suffix) { return detail::layer_tensor_name(l, suffix); };
+    llama_layer& y = w.layers[l];
+    y = {};
+    HEDGE_TRY(vector(blk("attn_norm.weight"), dim, true, y.attn_norm));
+    HEDGE_TRY(vector(blk("ffn_norm.weight"), dim, true, y.ffn_norm));
+    if (file.find_tensor(blk("attn_q.weight")) || !file.find_tensor(blk("attn_qkv.weight"))) {
+      HEDGE_TRY(matrix(blk("attn_q.weight"), q_dim, dim, true, y.wq));
+      HEDGE_TRY(matrix(blk("attn_k.weight"), kv, dim, true, y.wk));
+      HEDGE_TRY(matrix(blk("attn_v.weight"), kv, dim, true, y.wv));
     } else {  // Q, K and V rows in one tensor (Phi-3)
       weight_matrix qkv;
-      HEDGE_TRY(matrix(blk + "attn_qkv.weight", q_dim + 2 * kv, dim, true, qkv));
+      HEDGE_TRY(matrix(blk("attn_qkv.weight"), q_dim + 2 * kv, dim, true, qkv));
       auto q = detail::matrix_rows(qkv, 0, q_dim), k = detail::matrix_rows(qkv, q_dim, kv),
            v = detail::matrix_rows(qkv, q_dim + kv, kv);
-      if (!q || !k || !v) return error{errc::unsupported} << blk << "attn_qkv.weight: its format has no GEMV";
+      if (!q || !k || !v) return error{errc::unsupported} << blk("attn_qkv.weight").view() << ": its format has no GEMV";
       y.wq = *q, y.wk = *k, y.wv = *v;
     }
-    HEDGE_TRY(matrix(blk + "attn_output.weight", dim, q_dim, true, y.wo));
-    if (file.find_tensor(blk + "ffn_gate.weight") || c.architecture != model_architecture::phi3) {
-      HEDGE_TRY(matrix(blk + "ffn_gate.weight", hidden, dim, true, y.w_gate));
-      HEDGE_TRY(matrix(blk + "ffn_up.weight", hidden, dim, true, y.w_up));
+    HEDGE_TRY(matrix(blk("attn_output.weight"), dim, q_dim, true, y.wo));
+    if (file.find_tensor(blk("ffn_gate.weight")) || c.architecture != model_architecture::phi3) {
+      HEDGE_TRY(matrix(blk("ffn_gate.weight"), hidden, dim, true, y.w_gate));
+      HEDGE_TRY(matrix(blk("ffn_up.weight"), hidden, dim, true, y.w_up));
     } else {  // gate rows, then up rows, in ffn_up (Phi-3)
       weight_matrix gate_up;
-      HEDGE_TRY(matrix(blk + "ffn_up.weight", 2 * hidden, dim, true, gate_up));
+      HEDGE_TRY(matrix(blk("ffn_up.weight"), 2 * hidden, dim, true, gate_up));
       auto gate = detail::matrix_rows(gate_up, 0, hidden), up = detail::matrix_rows(gate_up, hidden, hidden);
-      if (!gate || !up) return error{errc::unsupported} << blk << "ffn_up.weight: its format has no GEMV";
+      if (!gate || !up) return error{errc::unsupported} << blk("ffn_up.weight").view() << ": its format has no GEMV";
       y.w_gate = *gate, y.w_up = *up;
     }
-    HEDGE_TRY(matrix(blk + "ffn_down.weight", dim, hidden, true, y.w_down));
+    HEDGE_TRY(matrix(blk("ffn_down.weight"), dim, hidden, true, y.w_down));
     if (c.qkv_bias) {
-      HEDGE_TRY(vector(blk + "attn_q.bias", q_dim, true, y.q_bias));
-      HEDGE_TRY(vector(blk + "attn_k.bias", kv, true, y.k_bias));
-      HEDGE_TRY(vector(blk + "attn_v.bias", kv, true, y.v_bias));
+      HEDGE_TRY(vector(blk("attn_q.bias"), q_dim, true, y.q_bias));
+      HEDGE_TRY(vector(blk("attn_k.bias"), kv, true, y.k_bias));
+      HEDGE_TRY(vector(blk("attn_v.bias"), kv, true, y.v_bias));
     }
     if (c.qk_norm) {
-      HEDGE_TRY(vector(blk + "attn_q_norm.weight", head, true, y.q_norm));
-      HEDGE_TRY(vector(blk + "attn_k_norm.weight", head, true, y.k_norm));
+      HEDGE_TRY(vector(blk("attn_q_norm.weight"), head, true, y.q_norm));
+      HEDGE_TRY(vector(blk("attn_k_norm.weight"), head, true, y.k_norm));
     }
     if (c.post_norms) {
-      HEDGE_TRY(vector(blk + "post_attention_norm.weight", dim, true, y.post_attn_norm));
-      HEDGE_TRY(vector(blk + "post_ffw_norm.weight", dim, true, y.post_ffn_norm));
+      HEDGE_TRY(vector(blk("post_attention_norm.weight"), dim, true, y.post_attn_norm));
+      HEDGE_TRY(vector(blk("post_ffw_norm.weight"), dim, true, y.post_ffn_norm));
     }
   }
+  return w;
+}
+
+/// As above, the layer table on the heap.
+inline result<llama_weights> gguf_weights(const gguf_file& file) noexcept {
+  auto count = gguf_layer_count(file);
+  if (!count) return count.error();
+  auto storage = heap_storage<llama_layer>::make(*count);
+  if (!storage) return storage.error();
+  auto w = gguf_weights(file, storage->span());
+  if (!w) return w.error();
+  w->layer_storage = std::move(*storage);
   return w;
 }
 
