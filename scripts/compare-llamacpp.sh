@@ -10,7 +10,8 @@
 # Both sides time the same work: a greedy decode of positions 0-63 from BOS (logits and
 # argmax included) and prefills of 128 and 512 tokens (BOS, then the same pseudo-random ids)
 # into an empty sequence. Runs alternate, hedge then llama.cpp, ROUNDS times per file and
-# thread count, and the table reports medians: tok/s of each, hedge / llama.cpp, and the
+# thread count, and the table reports medians: tok/s of each, hedge / llama.cpp (of wall
+# time, and of each process's CPU time, which a machine shared with other work moves less), the
 # bandwidth bound (read bandwidth measured by the hedge run / bytes a token reads: weights,
 # norms, KV cache; see bench/model/forward_bench.cpp). Then it runs hedge-generate under
 # /usr/bin/time -v for its peak resident set against the file size, and reports llama.cpp's
@@ -118,6 +119,12 @@ const models = files_.split(" ").map((f) => f.split(":"));
 const f1 = (x) => x.toFixed(1);
 const f2 = (x) => x.toFixed(2);
 // The median, then the slowest and fastest run: how much the machine moved under the runs.
+// Tokens per second of the process's CPU time (every thread's) in one hedge run.
+const cpuRate = (b, tokens) => {
+    if (b.time_unit !== "ms") throw new Error(`${b.name}: time unit ${b.time_unit}`);
+    return tokens / (b.cpu_time / 1000);
+};
+const decodeTokens = 64;  // bench/model/forward_bench.cpp's decode_positions
 const spread = (xs) => `${f1(median(xs))} (${f1(Math.min(...xs))}-${f1(Math.max(...xs))})`;
 let cpu = "";
 const decodeRows = [];
@@ -142,16 +149,19 @@ for (const [model, format] of models) {
         const peerRuns = peer.map((p) => p.decode_tok_per_s);
         const hedgeDecode = median(hedgeRuns);
         const peerDecode = median(peerRuns);
+        const cpuRatio = median(decode.map((b) => cpuRate(b, decodeTokens))) / median(peer.map((p) => p.decode_tok_per_cpu_s));
         const bound = median(decode.map((b) => b.read_bw / b.bytes_per_token));
         // Fractions of the bound per round, against the bandwidth that round's hedge run measured.
         const ofBound = (rate, i) => (rate * decode[i].bytes_per_token) / decode[i].read_bw;
         decodeRows.push(`| ${model} | ${format} | ${t} | ${spread(hedgeRuns)} | ${spread(peerRuns)} | ${f2(hedgeDecode / peerDecode)} | ` +
             `${f1(bound)} | ${f2(median(hedgeRuns.map(ofBound)))} | ${f2(median(peerRuns.map(ofBound)))} | ` +
-            `${f1(median(decode.map((b) => b.read_bw)) / 1e9)} |`);
+            `${f1(median(decode.map((b) => b.read_bw)) / 1e9)} | ${f2(cpuRatio)} |`);
         const cells = prefills.split(" ").map((p) => {
             const h = runs(`llama/prefill${p}/`).map((b) => b.tok_per_s);
             const l = peer.map((x) => x.prefill_tok_per_s[p]);
-            return `${spread(h)} | ${spread(l)} | ${f2(median(h) / median(l))}`;
+            const cpu = median(runs(`llama/prefill${p}/`).map((b) => cpuRate(b, Number(p)))) /
+                median(peer.map((x) => x.prefill_tok_per_cpu_s[p]));
+            return `${spread(h)} | ${spread(l)} | ${f2(median(h) / median(l))} | ${f2(cpu)}`;
         });
         prefillRows.push(`| ${model} | ${format} | ${t} | ${cells.join(" | ")} |`);
         if (t === threads.split(" ").at(-1)) {
@@ -166,14 +176,15 @@ for (const [model, format] of models) {
 const lines = [
     `${new Date().toISOString().slice(0, 10)}, ${cpu}, \`${command}\``,
     `tok/s: median (slowest-fastest) of ${rounds} interleaved runs; hedge / llama.cpp: ratio of the medians; ` +
-        `/ bound: median over rounds of tok/s over that round's bound; load average before ${loadBefore}, after ${loadAfter}`,
+        `/ bound: median over rounds of tok/s over that round's bound; CPU time: the ratio of the medians of tok/s per ` +
+        `CPU-second of each process (every thread); load average before ${loadBefore}, after ${loadAfter}`,
     "",
-    "| model | weights | threads | hedge decode tok/s | llama.cpp decode tok/s | hedge / llama.cpp | bound tok/s | hedge / bound | llama.cpp / bound | read GB/s |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| model | weights | threads | hedge decode tok/s | llama.cpp decode tok/s | hedge / llama.cpp | bound tok/s | hedge / bound | llama.cpp / bound | read GB/s | hedge / llama.cpp, CPU time |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...decodeRows,
     "",
-    "| model | weights | threads | " + prefills.split(" ").map((p) => `hedge prefill ${p} tok/s | llama.cpp prefill ${p} tok/s | hedge / llama.cpp`).join(" | ") + " |",
-    "|---|---|---|" + prefills.split(" ").map(() => "---|---|---|").join(""),
+    "| model | weights | threads | " + prefills.split(" ").map((p) => `hedge prefill ${p} tok/s | llama.cpp prefill ${p} tok/s | hedge / llama.cpp | CPU time`).join(" | ") + " |",
+    "|---|---|---|" + prefills.split(" ").map(() => "---|---|---|---|").join(""),
     ...prefillRows,
     "",
     "| model | weights | file MB | hedge-generate peak RSS MB | llama.cpp (node) RSS MB after decode |",

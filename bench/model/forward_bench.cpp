@@ -24,6 +24,8 @@
 //   llama/prefill<P>/<arch>/<model>_<format>/cold/threads:<n>
 //       prefill of P = 128 or 512 tokens (BOS, then fixed pseudo-random ids) into an empty
 //       session, tokens/s.
+//   Their cpu_time is the process's (every thread's) CPU time: beside the wall clock, it
+//   says how much of the run the machine's other work took.
 // scripts/compare-llamacpp.sh runs these against llama.cpp on the same file. Run:
 //   HEDGE_BENCH_MODELS=build/models build/<dir>/bench/hedge_bench_model --benchmark_filter=llama/
 #include <benchmark/benchmark.h>
@@ -191,12 +193,12 @@ double status_bytes(const char* key) {
   return 0.0;
 }
 
-/// The model of `m` with `options`, its packed weights in `arena` (on huge pages), and the
-/// file pages of the weights it packed released. Every projection is fused (Q8_0's plain
-/// ones copied too): with the file's pages released the copy costs no resident memory,
-/// and it saves 3 L executor synchronisations per token.
+/// The model of `m` with `options`, as os::make_llama makes it: its packed weights in
+/// `arena` (on huge pages), and the file pages of the weights it packed released. Every
+/// projection is fused and every matrix repacked, Q8_0 too (os/model_file.hpp says why).
 hedge::result<llama<>> make_model(const synthetic& m, llama_options options, hedge::os::mapped_memory& arena) {
   options.fuse = llama_fusion::all;
+  options.repack = llama_repack::all;
   const auto bytes = llama_weight_arena_bytes(m.weights, options);
   if (!bytes) return bytes.error();
   auto memory = hedge::os::mapped_memory::allocate(*bytes);
@@ -307,11 +309,13 @@ void register_synthetic(const std::string& model, const std::string& format) {
     hb::register_benchmark(
         hb::benchmark_name("llama/decode", arch, shape, hb::residency::cold, threads),
         [=](benchmark::State& state) { BM_SyntheticDecode(state, model, format, threads); })
+        ->MeasureProcessCPUTime()
         ->Unit(benchmark::kMillisecond);
     for (std::size_t length : {std::size_t{128}, std::size_t{512}}) {
       hb::register_benchmark(
           hb::benchmark_name("llama/prefill" + std::to_string(length), arch, shape, hb::residency::cold, threads),
           [=](benchmark::State& state) { BM_SyntheticPrefill(state, model, format, threads, length); })
+          ->MeasureProcessCPUTime()
           ->Unit(benchmark::kMillisecond);
     }
   }

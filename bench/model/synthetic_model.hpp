@@ -18,8 +18,8 @@
 //   gemma-3-1b      Gemma-3-1B's: dim 1152, 26 layers, 4 heads, 1 KV head of 256 (Q and K
 //                   norms), FFN 6912 (GeGLU), post-block norms, five local layers of window
 //                   512 in six, RoPE bases 1e6 (global) and 10000 (local), tied classifier;
-//                   a SentencePiece vocabulary of its 262,144 pieces (<unk>, <s>, </s>, then
-//                   "\u2581t<id>": Gemma's own is not in ../shared).
+//                   a SentencePiece vocabulary of its 262,144 pieces (<unk>, <s>, </s>, the
+//                   byte pieces, then "\u2581t<id>": Gemma's own is not in ../shared).
 //   The last three in q4_k_m and q8_0 (also q4_0, q5_k_m): written in F16, then converted
 //   by hedge-quantize's mix (model/gguf_quantize.hpp, llama-quantize's types byte for byte),
 //   so Q4_K_M has Q6_K on llama-quantize's layers and Gemma's 1152-wide rows fall back
@@ -123,15 +123,24 @@ inline result<std::uint32_t> copy_vocabulary(const std::string& path, model::ggu
   return pieces;
 }
 
-/// A SentencePiece vocabulary of `pieces` pieces: <unk>, <s>, </s>, then "\u2581t<id>".
+/// A SentencePiece vocabulary of `pieces` pieces: <unk>, <s>, </s>, the 256 byte pieces
+/// <0x00> ... <0xFF> (llama.cpp looks up <0x0A> when it loads one), then "\u2581t<id>".
 inline void add_synthetic_vocabulary(model::gguf_writer& w, std::uint32_t pieces) {
   std::vector<std::string> text;
   std::vector<float> scores;
   std::vector<std::int32_t> types;
+  constexpr std::uint32_t first_byte = 3, bytes = 256;
   for (std::uint32_t id = 0; id < pieces; ++id) {
-    text.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "\xE2\x96\x81t" + std::to_string(id));
+    if (id >= first_byte && id < first_byte + bytes) {
+      char piece[8];
+      std::snprintf(piece, sizeof piece, "<0x%02X>", id - first_byte);
+      text.emplace_back(piece);
+    } else {
+      text.push_back(id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "\xE2\x96\x81t" + std::to_string(id));
+    }
     scores.push_back(-static_cast<float>(id));
-    types.push_back(id == 0 ? 2 : id < 3 ? 3 : 1);  // unknown, control, normal
+    // unknown, control, byte, normal
+    types.push_back(id == 0 ? 2 : id < first_byte ? 3 : id < first_byte + bytes ? 6 : 1);
   }
   w.add("tokenizer.ggml.model", "llama")
       .add_array<std::string>("tokenizer.ggml.tokens", text)
