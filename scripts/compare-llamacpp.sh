@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # hedge against llama.cpp on the same GGUF, same machine, same thread count: the synthetic
-# TinyLlama-1.1B-shaped model of bench/model/synthetic_model.hpp (Q4_0 and Q8_0, written
-# once under $HEDGE_BENCH_MODELS, default build/models), hedge timed by hedge_bench_model's
+# models of bench/model/synthetic_model.hpp (random weights in the shapes of TinyLlama-1.1B,
+# Llama-3.2-1B, Qwen3-1.7B and Gemma-3-1B, with vocabularies of their real size), written
+# once under $HEDGE_BENCH_MODELS (default build/models), hedge timed by hedge_bench_model's
 # llama/* benchmarks and llama.cpp by the npm prebuilt of node-llama-cpp
 # (scripts/llama_cpp_peer.sh bench: installed under build/llama-cpp-peer on first use; never
 # a dependency of hedge, never run by CI).
 #
 # Both sides time the same work: a greedy decode of positions 0-63 from BOS (logits and
 # argmax included) and prefills of 128 and 512 tokens (BOS, then the same pseudo-random ids)
-# into an empty sequence. Runs alternate, hedge then llama.cpp, ROUNDS times per format and
-# thread count, and the table reports medians: tok/s of each, hedge / llama.cpp, and the
+# into an empty sequence. Runs alternate, hedge then llama.cpp, ROUNDS times per file and
+# thread count, and the table reports medians: tok/s of each, hedge / llama.cpp (of wall
+# time, and of each process's CPU time, which a machine shared with other work moves less), the
 # bandwidth bound (read bandwidth measured by the hedge run / bytes a token reads: weights,
 # norms, KV cache; see bench/model/forward_bench.cpp). Then it runs hedge-generate under
 # /usr/bin/time -v for its peak resident set against the file size, and reports llama.cpp's
 # resident set after decoding (its node process included).
 #
-# Usage: scripts/compare-llamacpp.sh [--build-dir DIR] [--formats "q4_0 q8_0"]
-#                                    [--threads "1 NPROC"] [--rounds 3] [--jobs N]
+# Usage: scripts/compare-llamacpp.sh [--build-dir DIR] [--models "tinyllama-1.1b"]
+#                                    [--formats "q4_0 q8_0"] [--threads "1 NPROC"]
+#                                    [--rounds 3] [--jobs N]
 #        scripts/compare-llamacpp.sh --gemm [--formats "q4_0 q8_0 q4_k"] [--rows "512 64"]
 #                                    [--shapes "4096x4096 11008x4096"] [--threads ...] [--rounds 3]
+#   --models     any of tinyllama-1.1b llama-3.2-1b qwen3-1.7b gemma-3-1b (default tinyllama-1.1b)
+#   --formats    the files' formats (default: each model's own pair, q4_0 q8_0 for
+#                tinyllama-1.1b, q4_k_m q8_0 for the others; with --gemm q4_0 q8_0 q4_k)
 #   --build-dir  a configured build with benchmarks and tools (default build/bench, configured
 #                here with the bench preset and the tools when absent)
 #   --jobs       build parallelism (default: every hardware thread)
@@ -36,7 +42,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 build_dir=build/bench
-formats=
+models=tinyllama-1.1b
+formats=""
 threads="1 $(nproc)"
 rounds=3
 jobs=$(nproc)
@@ -49,20 +56,28 @@ while [ $# -gt 0 ]; do
     --rows) rows=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
     --formats) formats=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-if [ "$gemm" -eq 1 ]; then
-  formats=${formats:-q4_0 q8_0 q4_k}
-else
-  formats=${formats:-q4_0 q8_0}
-fi
-command="scripts/compare-llamacpp.sh --build-dir $build_dir --formats \"$formats\" --threads \"$threads\" --rounds $rounds"
+if [ "$gemm" -eq 1 ]; then formats=${formats:-q4_0 q8_0 q4_k}; fi
+command="scripts/compare-llamacpp.sh --build-dir $build_dir --models \"$models\"${formats:+ --formats \"$formats\"} --threads \"$threads\" --rounds $rounds"
+# Each file as model:format.
+files=""
+for model in $models; do
+  case $model in
+    tinyllama-1.1b) own="q4_0 q8_0" ;;
+    llama-3.2-1b|qwen3-1.7b|gemma-3-1b) own="q4_k_m q8_0" ;;
+    *) echo "compare-llamacpp.sh: unknown model $model" >&2; exit 2 ;;
+  esac
+  for format in ${formats:-$own}; do files="$files $model:$format"; done
+done
+files=${files# }
 
 if [ "$gemm" -eq 1 ]; then
   command="scripts/compare-llamacpp.sh --gemm --build-dir $build_dir --formats \"$formats\" --rows \"$rows\" --shapes \"$shapes\" --threads \"$threads\" --rounds $rounds"
@@ -183,53 +198,64 @@ out=build/compare-llamacpp/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-for format in $formats; do
-  model=$HEDGE_BENCH_MODELS/tinyllama-1.1b-$format.gguf
+for file in $files; do
+  model=${file%%:*}
+  format=${file#*:}
+  name=$model-$format
+  path=$HEDGE_BENCH_MODELS/$name.gguf
   for t in $threads; do
     for round in $(seq 1 "$rounds"); do
-      echo "== $format, $t thread(s), round $round: hedge" >&2
-      "$bench" --benchmark_filter="^llama/(decode|prefill[0-9]+)/[^/]+/tinyllama-1.1b_$format/cold/threads:$t/" \
-        --benchmark_out="$out/hedge-$format-t$t-r$round.json" --benchmark_out_format=json \
-        > "$out/hedge-$format-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$format-t$t-r$round.log" >&2; exit 1; }
-      echo "== $format, $t thread(s), round $round: llama.cpp" >&2
+      echo "== $name, $t thread(s), round $round: hedge" >&2
+      "$bench" --benchmark_filter="^llama/(decode|prefill[0-9]+)/[^/]+/${model}_$format/cold/threads:$t/" \
+        --benchmark_out="$out/hedge-$name-t$t-r$round.json" --benchmark_out_format=json \
+        > "$out/hedge-$name-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$name-t$t-r$round.log" >&2; exit 1; }
+      echo "== $name, $t thread(s), round $round: llama.cpp" >&2
       # shellcheck disable=SC2086  # prefill_tokens is a list
-      scripts/llama_cpp_peer.sh bench "$model" "$t" "$decode_tokens" $prefill_tokens \
-        > "$out/llamacpp-$format-t$t-r$round.json"
+      scripts/llama_cpp_peer.sh bench "$path" "$t" "$decode_tokens" $prefill_tokens \
+        > "$out/llamacpp-$name-t$t-r$round.json"
     done
   done
-  echo "== $format: hedge-generate's resident set" >&2
-  /usr/bin/time -v "$generate" -m "$model" -n $((decode_tokens + 8)) -t 0 --ignore-eos --threads "${threads##* }" \
-    -i "Once upon a time" > /dev/null 2> "$out/rss-$format.log"
+  echo "== $name: hedge-generate's resident set" >&2
+  /usr/bin/time -v "$generate" -m "$path" -n $((decode_tokens + 8)) -t 0 --ignore-eos --threads "${threads##* }" \
+    -i "Once upon a time" > /dev/null 2> "$out/rss-$name.log"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-node - "$out" "$formats" "$threads" "$prefill_tokens" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
+node - "$out" "$files" "$threads" "$prefill_tokens" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
 const fs = require("node:fs");
 const path = require("node:path");
-const [dir, formats, threads, prefills, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
+const [dir, files_, threads, prefills, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
 const median = (xs) => {
     const s = [...xs].sort((a, b) => a - b);
     return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const files = fs.readdirSync(dir).sort();
+const models = files_.split(" ").map((f) => f.split(":"));
 const f1 = (x) => x.toFixed(1);
 const f2 = (x) => x.toFixed(2);
 // The median, then the slowest and fastest run: how much the machine moved under the runs.
+// Tokens per second of the process's CPU time (every thread's) in one hedge run.
+const cpuRate = (b, tokens) => {
+    if (b.time_unit !== "ms") throw new Error(`${b.name}: time unit ${b.time_unit}`);
+    return tokens / (b.cpu_time / 1000);
+};
+const decodeTokens = 64;  // bench/model/forward_bench.cpp's decode_positions
 const spread = (xs) => `${f1(median(xs))} (${f1(Math.min(...xs))}-${f1(Math.max(...xs))})`;
 let cpu = "";
 const decodeRows = [];
 const prefillRows = [];
 const memoryRows = [];
-for (const format of formats.split(" ")) {
+for (const [model, format] of models) {
+    const name = `${model}-${format}`;
     for (const t of threads.split(" ")) {
         // Both lists in round order (the same name order), so entry i of each is round i.
-        const hedge = files.filter((f) => f.startsWith(`hedge-${format}-t${t}-`) && f.endsWith(".json"))
+        const hedge = files.filter((f) => f.startsWith(`hedge-${name}-t${t}-`) && f.endsWith(".json"))
             .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
-        const peer = files.filter((f) => f.startsWith(`llamacpp-${format}-t${t}-`))
+        const peer = files.filter((f) => f.startsWith(`llamacpp-${name}-t${t}-`))
             .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
         const runs = (prefix) => hedge.map((h) => {
             const b = h.benchmarks.find((x) => x.name.startsWith(prefix));
-            if (!b || b.error_occurred) throw new Error(`${prefix} ${format} t${t}: ${b ? b.error_message : "no result"}`);
+            if (!b || b.error_occurred) throw new Error(`${prefix} ${name} t${t}: ${b ? b.error_message : "no result"}`);
             return b;
         });
         cpu = hedge[0].context.hedge_cpu_name;
@@ -238,23 +264,26 @@ for (const format of formats.split(" ")) {
         const peerRuns = peer.map((p) => p.decode_tok_per_s);
         const hedgeDecode = median(hedgeRuns);
         const peerDecode = median(peerRuns);
+        const cpuRatio = median(decode.map((b) => cpuRate(b, decodeTokens))) / median(peer.map((p) => p.decode_tok_per_cpu_s));
         const bound = median(decode.map((b) => b.read_bw / b.bytes_per_token));
         // Fractions of the bound per round, against the bandwidth that round's hedge run measured.
         const ofBound = (rate, i) => (rate * decode[i].bytes_per_token) / decode[i].read_bw;
-        decodeRows.push(`| ${format} | ${t} | ${spread(hedgeRuns)} | ${spread(peerRuns)} | ${f2(hedgeDecode / peerDecode)} | ` +
+        decodeRows.push(`| ${model} | ${format} | ${t} | ${spread(hedgeRuns)} | ${spread(peerRuns)} | ${f2(hedgeDecode / peerDecode)} | ` +
             `${f1(bound)} | ${f2(median(hedgeRuns.map(ofBound)))} | ${f2(median(peerRuns.map(ofBound)))} | ` +
-            `${f1(median(decode.map((b) => b.read_bw)) / 1e9)} |`);
+            `${f1(median(decode.map((b) => b.read_bw)) / 1e9)} | ${f2(cpuRatio)} |`);
         const cells = prefills.split(" ").map((p) => {
             const h = runs(`llama/prefill${p}/`).map((b) => b.tok_per_s);
             const l = peer.map((x) => x.prefill_tok_per_s[p]);
-            return `${spread(h)} | ${spread(l)} | ${f2(median(h) / median(l))}`;
+            const cpu = median(runs(`llama/prefill${p}/`).map((b) => cpuRate(b, Number(p)))) /
+                median(peer.map((x) => x.prefill_tok_per_cpu_s[p]));
+            return `${spread(h)} | ${spread(l)} | ${f2(median(h) / median(l))} | ${f2(cpu)}`;
         });
-        prefillRows.push(`| ${format} | ${t} | ${cells.join(" | ")} |`);
+        prefillRows.push(`| ${model} | ${format} | ${t} | ${cells.join(" | ")} |`);
         if (t === threads.split(" ").at(-1)) {
-            const log = fs.readFileSync(path.join(dir, `rss-${format}.log`), "utf8");
+            const log = fs.readFileSync(path.join(dir, `rss-${name}.log`), "utf8");
             const kb = Number((log.match(/Maximum resident set size \(kbytes\): (\d+)/) || [])[1]);
             const fileBytes = decode[0].file_bytes;
-            memoryRows.push(`| ${format} | ${f1(fileBytes / 1e6)} | ${f1(kb * 1024 / 1e6)} | ` +
+            memoryRows.push(`| ${model} | ${format} | ${f1(fileBytes / 1e6)} | ${f1(kb * 1024 / 1e6)} | ` +
                 `${f1(median(peer.map((p) => p.rss_bytes)) / 1e6)} |`);
         }
     }
@@ -262,17 +291,18 @@ for (const format of formats.split(" ")) {
 const lines = [
     `${new Date().toISOString().slice(0, 10)}, ${cpu}, \`${command}\``,
     `tok/s: median (slowest-fastest) of ${rounds} interleaved runs; hedge / llama.cpp: ratio of the medians; ` +
-        `/ bound: median over rounds of tok/s over that round's bound; load average before ${loadBefore}, after ${loadAfter}`,
+        `/ bound: median over rounds of tok/s over that round's bound; CPU time: the ratio of the medians of tok/s per ` +
+        `CPU-second of each process (every thread); load average before ${loadBefore}, after ${loadAfter}`,
     "",
-    "| weights | threads | hedge decode tok/s | llama.cpp decode tok/s | hedge / llama.cpp | bound tok/s | hedge / bound | llama.cpp / bound | read GB/s |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| model | weights | threads | hedge decode tok/s | llama.cpp decode tok/s | hedge / llama.cpp | bound tok/s | hedge / bound | llama.cpp / bound | read GB/s | hedge / llama.cpp, CPU time |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...decodeRows,
     "",
-    "| weights | threads | " + prefills.split(" ").map((p) => `hedge prefill ${p} tok/s | llama.cpp prefill ${p} tok/s | hedge / llama.cpp`).join(" | ") + " |",
-    "|---|---|" + prefills.split(" ").map(() => "---|---|---|").join(""),
+    "| model | weights | threads | " + prefills.split(" ").map((p) => `hedge prefill ${p} tok/s | llama.cpp prefill ${p} tok/s | hedge / llama.cpp | CPU time`).join(" | ") + " |",
+    "|---|---|---|" + prefills.split(" ").map(() => "---|---|---|---|").join(""),
     ...prefillRows,
     "",
-    "| weights | file MB | hedge-generate peak RSS MB | llama.cpp (node) RSS MB after decode |",
+    "| model | weights | file MB | hedge-generate peak RSS MB | llama.cpp (node) RSS MB after decode |",
     "|---|---|---|---|",
     ...memoryRows,
 ];

@@ -93,7 +93,8 @@ commands.generate = async (args) => {
 //                                   token's logits and sampling included), then for each P a
 //                                   prefill of P tokens (BOS, then the fixed pseudo-random ids
 //                                   bench/model/forward_bench.cpp uses) into an empty
-//                                   sequence; one JSON line: decode and prefill tok/s and the
+//                                   sequence; one JSON line: decode and prefill tok/s (of
+//                                   wall time, and of the process's CPU time) and the
 //                                   process's resident set after decoding.
 commands.bench = async (args) => {
     if (args.length < 4) {
@@ -110,20 +111,32 @@ commands.bench = async (args) => {
     const context = await model.createContext({contextSize: 1024, batchSize: 512, threads, sequences: 1});
     const sequence = context.getSequence();
     const bos = model.tokens.bos;
+    // yieldEogToken: a random model's greedy ids may reach an end-of-generation id, which
+    // would otherwise end the loop early.
     const decode = async (n) => {
         let count = 0;
-        for await (const token of sequence.evaluate([bos], {temperature: 0})) {
+        for await (const token of sequence.evaluate([bos], {temperature: 0, yieldEogToken: true})) {
             if (++count >= n) break;
         }
+        if (count !== n) throw new Error(`decoded ${count} tokens, not ${n}`);
+    };
+    // CPU seconds of the whole process (every thread), beside the wall clock: on a machine
+    // shared with other work the wall clock also counts the time others held the cores.
+    const cpuSeconds = (since) => {
+        const used = process.cpuUsage(since);
+        return (used.user + used.system) / 1e6;
     };
     await decode(1);  // maps the weights' pages in before the clock runs
     await sequence.clearHistory();
     let start = performance.now();
+    let cpuStart = process.cpuUsage();
     await decode(decodeTokens);
     const decodeSeconds = (performance.now() - start) / 1000;
+    const decodeCpuSeconds = cpuSeconds(cpuStart);
     const rss = process.memoryUsage().rss;
     const vocabulary = model.fileInfo.metadata.tokenizer.ggml.tokens.length;
     const prefill = {};
+    const prefillCpu = {};
     for (const p of prefills) {
         const tokens = [bos];
         let seed = 12345;
@@ -133,11 +146,14 @@ commands.bench = async (args) => {
         }
         await sequence.clearHistory();
         start = performance.now();
+        cpuStart = process.cpuUsage();
         await sequence.evaluateWithoutGeneratingNewTokens(tokens);
         prefill[p] = p / ((performance.now() - start) / 1000);
+        prefillCpu[p] = p / cpuSeconds(cpuStart);
     }
     process.stdout.write(JSON.stringify({threads: context.currentThreads, decode_tokens: decodeTokens,
-        decode_tok_per_s: decodeTokens / decodeSeconds, prefill_tok_per_s: prefill, rss_bytes: rss}) + "\n");
+        decode_tok_per_s: decodeTokens / decodeSeconds, decode_tok_per_cpu_s: decodeTokens / decodeCpuSeconds,
+        prefill_tok_per_s: prefill, prefill_tok_per_cpu_s: prefillCpu, rss_bytes: rss}) + "\n");
     await context.dispose();
     await model.dispose();
 };

@@ -134,6 +134,7 @@ void register_format() {
     register_variant<W, hedge::arch::avx512vnni, true>();
     register_variant<W, hedge::arch::avx2, true>();
   }
+  if constexpr (std::is_same_v<W, q::q5_0>) register_variant<W, hedge::arch::avx512vnni>();  // avx512_gemv.hpp
   register_variant<W, hedge::arch::avx2>();
 #endif
 #if HEDGE_SIMD_NEON

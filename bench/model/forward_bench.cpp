@@ -5,13 +5,15 @@
 // 0-255, as llama2.c's run.c reports its own speed for `-n 256` (the figure to compare with
 // its ~5,200 tok/s at -O3 on this machine kind, ../shared/models/README.md).
 //
-// llama/...: a synthetic GGUF of TinyLlama-1.1B's shape in Q4_0 and Q8_0
-// (model/synthetic_model.hpp: written on first use, then reused), loaded as hedge-generate
-// loads a model (the file mapped, the repacked weights in a huge-page arena, the file's
-// pages of those weights released), at 1 thread and at every hardware thread:
-//   llama/decode/<arch>/tinyllama-1.1b_<format>/cold/threads:<n>
+// llama/...: the synthetic GGUFs of model/synthetic_model.hpp (TinyLlama-1.1B in Q4_0 and
+// Q8_0; Llama-3.2-1B, Qwen3-1.7B and Gemma-3-1B in Q4_K_M and Q8_0: written on first use,
+// then reused), loaded as hedge-generate loads a model (the file mapped, the repacked
+// weights in a huge-page arena, the file's pages of those weights released), at 1 thread
+// and at every hardware thread:
+//   llama/decode/<arch>/<model>_<format>/cold/threads:<n>
 //       greedy decode of positions 0-63 from BOS, tokens/s. bytes_per_token counts what one
-//       token reads from memory: every weight matrix but the embedding (one row of it),
+//       token reads from memory: every weight matrix but the embedding (one row of it; a
+//       classifier tied to it is read whole),
 //       the norms, and the KV cache up to its position, written row included, averaged
 //       over the 64 positions. bytes_per_second and bw_fraction (bytes/s over the read
 //       bandwidth measured at the same thread count in this run, i.e. the bandwidth-bound
@@ -19,9 +21,11 @@
 //       that bound time per token. rss_* are this process's /proc/self/status figures after
 //       decoding (VmRSS, VmHWM, RssFile: mapped weights, RssAnon: heap, which includes the
 //       bench's bandwidth buffer), file_bytes the GGUF's size.
-//   llama/prefill<P>/<arch>/tinyllama-1.1b_<format>/cold/threads:<n>
+//   llama/prefill<P>/<arch>/<model>_<format>/cold/threads:<n>
 //       prefill of P = 128 or 512 tokens (BOS, then fixed pseudo-random ids) into an empty
 //       session, tokens/s.
+//   Their cpu_time is the process's (every thread's) CPU time: beside the wall clock, it
+//   says how much of the run the machine's other work took.
 // scripts/compare-llamacpp.sh runs these against llama.cpp on the same file. Run:
 //   HEDGE_BENCH_MODELS=build/models build/<dir>/bench/hedge_bench_model --benchmark_filter=llama/
 #include <benchmark/benchmark.h>
@@ -116,16 +120,16 @@ struct synthetic {
   llama_weights weights;
 };
 
-/// The model of format F, written first if absent; one model is mapped at a time, so a
-/// format's RSS figures do not include the other's pages. Null, with `why`, on failure.
-template <q::BlockFormat F>
-const synthetic* load_synthetic(std::string& why) {
+/// `model` in `format`, written first if absent; one model is mapped at a time, so a
+/// file's RSS figures do not include another's pages. Null, with `why`, on failure.
+const synthetic* load_synthetic(const std::string& model, const std::string& format, std::string& why) {
   static std::unique_ptr<synthetic> current;
-  static std::string current_format;
-  if (current && current_format == F::name) return current.get();
+  static std::string current_name;
+  const std::string name = model + "-" + format;
+  if (current && current_name == name) return current.get();
   current.reset();
   double seconds = 0.0;
-  auto path = hb::synthetic_tinyllama_gguf<F>(&seconds);
+  auto path = hb::synthetic_model_gguf(model, format, &seconds);
   if (!path) {
     why = "cannot write the synthetic model: " + std::string(path.error().c_str());
     return nullptr;
@@ -153,7 +157,7 @@ const synthetic* load_synthetic(std::string& why) {
   }
   m->weights = std::move(*weights);
   current = std::move(m);
-  current_format = F::name;
+  current_name = name;
   return current.get();
 }
 
@@ -168,12 +172,12 @@ std::size_t matrix_bytes(const weight_matrix& m) {
 }
 
 /// Bytes a decode at positions 0 .. positions-1 reads per token on average: the weights
-/// (one embedding row), the norms, and the f32 KV cache (every position up to the current
+/// (one embedding row, the classifier), the norms, and the f32 KV cache (every position up to the current
 /// one, K and V, each layer).
 double decode_bytes_per_token(const llama_weights& w, std::size_t positions) {
   const auto& c = w.config;
-  double weights = double(matrix_bytes(w.token_embedding)) / double(c.vocab_size);
-  if (w.output.data != w.token_embedding.data) weights += double(matrix_bytes(w.output));
+  // One embedding row, and the whole classifier: a tied one is the embedding read again.
+  double weights = double(matrix_bytes(w.token_embedding)) / double(c.vocab_size) + double(matrix_bytes(w.output));
   for (const auto& y : w.layers)
     for (const auto* m : {&y.wq, &y.wk, &y.wv, &y.wo, &y.w_gate, &y.w_up, &y.w_down}) weights += double(matrix_bytes(*m));
   weights += double((2 * c.n_layers + 1) * c.dim * sizeof(float));
@@ -192,12 +196,12 @@ double status_bytes(const char* key) {
   return 0.0;
 }
 
-/// The model of `m` with `options`, its packed weights in `arena` (on huge pages), and the
-/// file pages of the weights it packed released. Every projection is fused (Q8_0's plain
-/// ones copied too): with the file's pages released the copy costs no resident memory,
-/// and it saves 3 L executor synchronisations per token.
+/// The model of `m` with `options`, as os::make_llama makes it: its packed weights in
+/// `arena` (on huge pages), and the file pages of the weights it packed released. Every
+/// projection is fused and every matrix repacked, Q8_0 too (os/model_file.hpp says why).
 hedge::result<llama<>> make_model(const synthetic& m, llama_options options, hedge::os::mapped_memory& arena) {
   options.fuse = llama_fusion::all;
+  options.repack = llama_repack::all;
   const auto bytes = llama_weight_arena_bytes(m.weights, options);
   if (!bytes) return bytes.error();
   auto memory = hedge::os::mapped_memory::allocate(*bytes);
@@ -210,10 +214,9 @@ hedge::result<llama<>> make_model(const synthetic& m, llama_options options, hed
 constexpr std::size_t decode_positions = 64;
 constexpr std::size_t synthetic_context = 1024;  // room for the 512-token prefill
 
-template <q::BlockFormat F>
-void BM_SyntheticDecode(benchmark::State& state, std::size_t threads) {
+void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads) {
   std::string why;
-  const synthetic* m = load_synthetic<F>(why);
+  const synthetic* m = load_synthetic(name, format, why);
   if (m == nullptr) {
     state.SkipWithError(why.c_str());
     return;
@@ -262,10 +265,9 @@ void BM_SyntheticDecode(benchmark::State& state, std::size_t threads) {
   state.counters["file_bytes"] = double(m->file.size());
 }
 
-template <q::BlockFormat F>
-void BM_SyntheticPrefill(benchmark::State& state, std::size_t threads, std::size_t length) {
+void BM_SyntheticPrefill(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads, std::size_t length) {
   std::string why;
-  const synthetic* m = load_synthetic<F>(why);
+  const synthetic* m = load_synthetic(name, format, why);
   if (m == nullptr) {
     state.SkipWithError(why.c_str());
     return;
@@ -308,10 +310,10 @@ void BM_SyntheticPrefill(benchmark::State& state, std::size_t threads, std::size
 /// the aggregate that continuous batching serves. The weights are repacked (llama_repack::all),
 /// as a batching server runs them: every GEMM row is then its GEMV, so a session's tokens are
 /// the same alone and batched.
-template <q::BlockFormat F>
-void BM_SyntheticBatchedDecode(benchmark::State& state, std::size_t threads, std::size_t batch) {
+void BM_SyntheticBatchedDecode(benchmark::State& state, const std::string& name, const std::string& format,
+                               std::size_t threads, std::size_t batch) {
   std::string why;
-  const synthetic* m = load_synthetic<F>(why);
+  const synthetic* m = load_synthetic(name, format, why);
   if (m == nullptr) {
     state.SkipWithError(why.c_str());
     return;
@@ -353,33 +355,37 @@ void BM_SyntheticBatchedDecode(benchmark::State& state, std::size_t threads, std
   state.counters["sessions"] = double(batch);
 }
 
-template <q::BlockFormat F>
-void register_synthetic() {
-  const std::string shape = std::string(hb::tinyllama_1b) + "_" + std::string(F::name);
+void register_synthetic(const std::string& model, const std::string& format) {
+  const std::string shape = model + "_" + format;
   const std::string arch(hedge::arch::best_name());
   for (std::size_t threads : hb::thread_counts()) {
-    hb::register_benchmark(hb::benchmark_name("llama/decode", arch, shape, hb::residency::cold, threads),
-                           [threads](benchmark::State& state) { BM_SyntheticDecode<F>(state, threads); })
+    hb::register_benchmark(
+        hb::benchmark_name("llama/decode", arch, shape, hb::residency::cold, threads),
+        [=](benchmark::State& state) { BM_SyntheticDecode(state, model, format, threads); })
+        ->MeasureProcessCPUTime()
         ->Unit(benchmark::kMillisecond);
     for (std::size_t length : {std::size_t{128}, std::size_t{512}}) {
       hb::register_benchmark(
           hb::benchmark_name("llama/prefill" + std::to_string(length), arch, shape, hb::residency::cold, threads),
-          [threads, length](benchmark::State& state) { BM_SyntheticPrefill<F>(state, threads, length); })
+          [=](benchmark::State& state) { BM_SyntheticPrefill(state, model, format, threads, length); })
+          ->MeasureProcessCPUTime()
           ->Unit(benchmark::kMillisecond);
     }
     for (std::size_t batch : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
       hb::register_benchmark(
           hb::benchmark_name("llama/batch_decode" + std::to_string(batch), arch, shape, hb::residency::cold, threads),
-          [threads, batch](benchmark::State& state) { BM_SyntheticBatchedDecode<F>(state, threads, batch); })
+          [=](benchmark::State& state) { BM_SyntheticBatchedDecode(state, model, format, threads, batch); })
+          ->MeasureProcessCPUTime()
           ->Unit(benchmark::kMillisecond);
     }
   }
 }
 
 const bool registered = [] {
-  hb::begin_family("llama/" + std::string(hb::tinyllama_1b));
-  register_synthetic<q::q4_0>();
-  register_synthetic<q::q8_0>();
+  for (const auto& m : hb::synthetic_models) {
+    hb::begin_family("llama/" + std::string(m.name));
+    for (const auto format : m.formats) register_synthetic(std::string(m.name), std::string(format));
+  }
   return true;
 }();
 

@@ -60,6 +60,7 @@
 #include "hedge/kernels/matmul/avx2_gemv.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
+#include "hedge/kernels/matmul/avx512_gemv.hpp"
 #include "hedge/kernels/matmul/avx512_interleaved.hpp"
 #include "hedge/kernels/matmul/gemv_streams.hpp"
 #include "hedge/kernels/matmul/neon_gemv.hpp"

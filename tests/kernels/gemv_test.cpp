@@ -236,23 +236,36 @@ void extreme_levels(Block& b) {
   std::memset(b.qh, 0xFF, sizeof b.qh);
 }
 
+/// `count` blocks of arbitrary bytes, the first at the extremes.
+template <class W>
+std::vector<typename W::block> arbitrary_blocks(std::size_t count) {
+  std::mt19937 rng(21);
+  std::vector<typename W::block> w(count);
+  for (auto& b : w) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
+    for (std::size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+    random_scales(b, rng);
+  }
+  extreme_levels(w[0]);
+  return w;
+}
+
+/// An activation of `kk` values that reaches -127 and 127 once quantized.
+std::vector<float> extreme_activation(std::size_t kk) {
+  auto x = hedge::test::random_floats(kk, 22);
+  x[3] = -8.f;
+  x[700] = 8.f;
+  return x;
+}
+
 template <class W, class A, bool Interleave = false>
 void expect_arbitrary_blocks_match_scalar() {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) return;
     constexpr std::size_t rows = 9, kk = 1024, blocks = kk / W::block_elements;
-    std::mt19937 rng(21);
-    std::vector<typename W::block> w(rows * blocks);
-    for (auto& b : w) {
-      auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
-      for (std::size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
-      random_scales(b, rng);
-    }
-    extreme_levels(w[0]);
+    const std::vector<typename W::block> w = arbitrary_blocks<W>(rows * blocks);
     const hedge::matrix_view<const typename W::block> view(w.data(), rows, blocks);
-    auto x = hedge::test::random_floats(kk, 22);
-    x[3] = -8.f;  // the activation reaches -127 and 127
-    x[700] = 8.f;
+    const auto x = extreme_activation(kk);
     std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
     std::vector<float> y(rows), y_ref(rows);
     if constexpr (Interleave) {
@@ -278,6 +291,7 @@ void expect_arbitrary_blocks_match_scalar() {
 template <class W>
 void expect_arbitrary_blocks_match_scalar_on_every_arch() {
   expect_arbitrary_blocks_match_scalar<W, hedge::arch::avx2>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::avx512vnni>();
   expect_arbitrary_blocks_match_scalar<W, hedge::arch::neon>();
   expect_arbitrary_blocks_match_scalar<W, hedge::arch::neon_dotprod>();
 }
@@ -286,6 +300,25 @@ TEST(GemvQ6_K, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scala
 TEST(GemvQ5_0, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_0>(); }
 TEST(GemvQ5_1, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_1>(); }
 TEST(GemvQ5_K, ArbitraryBlocksMatchScalar) { expect_arbitrary_blocks_match_scalar_on_every_arch<q::q5_k>(); }
+// The AVX-512 VNNI Q5_0 kernel (matmul/avx512_gemv.hpp) equals the AVX2 one bit for bit:
+// the same exact int32 lane sums and the same float epilogue, every fifth-bit pattern.
+TEST(GemvQ5_0, Avx512VnniEqualsAvx2BitForBit) {
+  if constexpr (hedge::test::may_run<hedge::arch::avx512vnni>) {
+    if (!hedge::arch::avx512vnni::supported()) GTEST_SKIP() << "this CPU cannot run avx512vnni";
+    constexpr std::size_t rows = 9, kk = 1024, blocks = kk / q::q5_0::block_elements;
+    const auto w = arbitrary_blocks<q::q5_0>(rows * blocks);
+    const hedge::matrix_view<const q::q5_0::block> view(w.data(), rows, blocks);
+    const auto x = extreme_activation(kk);
+    std::vector<std::byte> workspace(k::gemv_workspace_bytes<q::q5_0>(kk));
+    std::vector<float> y(rows), y_avx2(rows);
+    ASSERT_TRUE((k::gemv<q::q5_0, hedge::arch::avx512vnni>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
+    ASSERT_TRUE((k::gemv<q::q5_0, hedge::arch::avx2>(view, {x.data(), kk}, {y_avx2.data(), rows}, workspace)));
+    for (std::size_t r = 0; r < rows; ++r) EXPECT_EQ(y[r], y_avx2[r]) << "row " << r;
+  } else {
+    GTEST_SKIP() << "no x86 build";
+  }
+}
+
 TEST(GemvQ6_K, ArbitraryBlocksMatchScalarInterleaved) {
   expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::scalar, true>();
   expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::avx2, true>();

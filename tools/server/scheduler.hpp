@@ -3,27 +3,26 @@
 //
 // Generations run on the worker thread, which alone touches the model, its sessions and the
 // generations. With one slot they run one at a time, in arrival order. With several
-// (--parallel N, as llama.cpp's server's slots), they are batched continuously: every
-// decode step runs each running generation's next token in one pass over the weights
+// (--parallel N, as llama.cpp's server's slots), they are batched continuously: every decode
+// step runs each running generation's next token in one pass over the weights
 // (model::llama::decode_batch), and requests join and leave the batch between steps: a new
 // one's prompt is prefilled between two steps, a finished one frees its slot at once. Each
-// keeps its own session, sampler and stop state, and the weights are repacked so that every
-// GEMM row is its GEMV (forward.hpp): a greedy request's tokens are the same alone and
-// batched. The queue holds at most `queue_bound` requests waiting besides those running
-// (0: none waits); `submit` refuses the next (the HTTP layer answers 429). Once submitted, a
-// job is touched by the worker thread only: it fills in the prompt's log-probs (echo
-// scoring), one event per generated piece, then `done`, and calls the job's `changed` after
-// each step, so the HTTP layer writes the response from the worker thread (a slow reader
+// keeps its own session, sampler and stop state, and the weights are repacked (os::make_llama)
+// so that every GEMM row is its GEMV (forward.hpp): a greedy request's tokens are the same
+// alone and batched. The queue holds at most `queue_bound` requests waiting besides those
+// running (0: none waits); `submit` refuses the next (the HTTP layer answers 429). Once
+// submitted, a job is touched by the worker thread only: it fills in the prompt's log-probs
+// (echo scoring), one event per generated piece, then `done`, and calls the job's `changed`
+// after each step, so the HTTP layer writes the response from the worker thread (a slow reader
 // slows the generation: back-pressure). A job whose client left (`cancelled`) is skipped if
-// still waiting, and stops at its next token if running. shutdown() ends waiting jobs with
-// 503 and cancels the running ones, which end with the same 503 error (a stream sends it as
-// an error event).
-// Each slot's session keeps the last prompt it decoded: a job goes to the free slot whose
-// tokens share the longest prefix with its prompt, rolls back only to that prefix and
-// decodes the rest (llama.cpp's server calls this cache_prompt), and echo scoring reuses the
-// log-probs of the shared positions. A speculative client that sends the context plus a
-// draft each round costs the draft's positions, not the whole context. Echo scoring and
-// draft steps (logits_for) run whole between decode steps.
+// still waiting, and stops at its next token if running. shutdown() ends waiting jobs with 503
+// and cancels the running ones, which end with the same 503 error (a stream sends it as an
+// error event). Each slot's session keeps the last prompt it decoded: a job goes to the free
+// slot whose tokens share the longest prefix with its prompt, rolls back only to that prefix
+// and decodes the rest (llama.cpp's server calls this cache_prompt), and echo scoring reuses
+// the log-probs of the shared positions. A speculative client that sends the context plus a
+// draft each round costs the draft's positions, not the whole context. Echo scoring and draft
+// steps (logits_for) run whole between decode steps.
 #pragma once
 
 #include <algorithm>
@@ -106,13 +105,9 @@ class scheduler {
     if (slots == 0) return error{errc::invalid_argument} << "no slots";
     const model::tokenizer& tok = loaded.tok;
     auto e = std::unique_ptr<scheduler>(new scheduler(tok, format, threads, queue_bound, metrics));
-    // Batched, every matrix is repacked: its GEMM rows are then its GEMVs bit for bit, so a
+    // os::make_llama repacks every matrix: its GEMM rows are then its GEMVs bit for bit, so a
     // request's tokens do not depend on what it is batched with (forward.hpp).
-    auto m = os::make_llama(loaded, {.max_sessions = slots,
-                                     .context = context,
-                                     .max_threads = threads,
-                                     .max_batch = slots,
-                                     .repack = slots > 1 ? model::llama_repack::all : model::llama_repack::decode});
+    auto m = os::make_llama(loaded, {.max_sessions = slots, .context = context, .max_threads = threads, .max_batch = slots});
     if (!m) return m.error();
     e->runnable_ = std::make_unique<os::runnable_llama>(std::move(*m));
     llama& model = e->runnable_->model;

@@ -31,6 +31,7 @@
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_gemv.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
+#include "hedge/kernels/matmul/avx512_gemv.hpp"
 #include "hedge/kernels/matmul/avx512_interleaved.hpp"
 #include "hedge/kernels/matmul/neon_gemv.hpp"
 #include "hedge/kernels/matmul/neon_interleaved.hpp"

@@ -6,7 +6,10 @@
 // pass over it: the repacked and fused weights on huge pages (os::mapped_memory), and the
 // file's pages of what they replace released (mapped_file::release), so the resident set holds
 // one copy of the weights; fusing the plain-layout projections too (llama_fusion::all, a copy)
-// then costs no memory and saves synchronisations (docs/model.md).
+// then costs no memory and saves synchronisations (docs/model.md), and so does repacking
+// Q8_0 (llama_repack::all): its interleaved GEMV and GEMM took about half the CPU time of
+// the file layout's on AVX-512 VNNI in Gemma-3-1B- and Llama-3.2-1B-shaped Q8_0 files, whose
+// tied classifier is most of a token's work (docs/perf-journal.md, 2026-11-28).
 #pragma once
 
 #include <span>
@@ -59,6 +62,7 @@ struct runnable_llama {
 
 inline result<runnable_llama> make_llama(loaded_model& m, model::llama_options options) {
   options.fuse = model::llama_fusion::all;
+  options.repack = model::llama_repack::all;
   const auto arena_bytes = model::llama_weight_arena_bytes(m.weights, options);
   if (!arena_bytes) return arena_bytes.error();
   auto arena = mapped_memory::allocate(*arena_bytes);
