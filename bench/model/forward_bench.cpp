@@ -11,11 +11,11 @@
 // weights in a huge-page arena, the file's pages of those weights released), at 1 thread
 // and at every hardware thread:
 //   llama/decode/<arch>/<model>_<format>/cold/threads:<n>
-//       greedy decode of positions 0-63 from BOS, tokens/s. bytes_per_token counts what one
-//       token reads from memory: every weight matrix but the embedding (one row of it; a
-//       classifier tied to it is read whole),
-//       the norms, and the KV cache up to its position, written row included, averaged
-//       over the 64 positions. bytes_per_second and bw_fraction (bytes/s over the read
+//       greedy decode of positions 0-63 from id 1 (llama.cpp's peer starts from the
+//       file's BOS: the same work), tokens/s. bytes_per_token counts what one token reads
+//       from memory: every weight matrix but the embedding (one row of it; a classifier
+//       tied to it is read whole), the norms, and the KV cache up to its position, written
+//       row included, averaged over the 64 positions. bytes_per_second and bw_fraction (bytes/s over the read
 //       bandwidth measured at the same thread count in this run, i.e. the bandwidth-bound
 //       time per token over the achieved one) follow bench/common/report.hpp; bound_ms is
 //       that bound time per token. rss_* are this process's /proc/self/status figures after

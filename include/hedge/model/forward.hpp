@@ -107,8 +107,8 @@ namespace hedge::model {
 enum class llama_repack {
   none,    ///< every matrix in the file's layout
   decode,  ///< Q4_0 and Q4_K: their interleaved GEMV and GEMM both outrun the file layout's
-  all,     ///< also Q8_0, whose file-layout GEMV decodes faster (AVX2, AVX-512) and whose
-           ///< file-layout GEMM packs its weights on the fly where that pays (AVX-512 VNNI)
+  all,     ///< also Q8_0, as os::make_llama makes models: on the 1B-class Q8_0 files its
+           ///< interleaved GEMV and GEMM took about half the file layout's CPU time (docs/model.md)
 };
 
 /// Which projections become one matrix (Q/K/V; gate/up) when their formats and row lengths match.
