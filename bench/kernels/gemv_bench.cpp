@@ -8,6 +8,14 @@
 // Q4_0, Q8_0, Q4_K and Q6_K also run on weights repacked into the 8-row interleaved layout
 // (kernels/repack.hpp): variants `<arch>_repacked` (avx512vnni runs its own tile for Q4_0,
 // Q8_0 and Q4_K and the AVX2 one for Q6_K).
+// A decode batch of M sessions is a GEMM of M activation rows over the same cold weights
+// (model::llama::decode_batch); it streams the matrix once, so it is read against the same
+// bound, weight bytes per call, and GFLOPs counts its 2 M rows K operations:
+//   gemv/<format>/<arch>_repacked_batch<M>/4096x11008/cold/threads:<n>   (M = 2, 4, 8)
+//   gemv/<format>/<arch>_repacked_batch<M>/512x4096/hot/threads:<n>      (M = 1, 2, 4, 8)
+// The hot rows (1.1 MB of Q4_0, in cache) are the tile's arithmetic ceiling. M sessions
+// can at best take max(the M = 1 cold time, the cold shape's operations at the hot
+// GFLOPs): below that the weights' streaming binds, above it the arithmetic does.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -20,6 +28,7 @@
 #include "common/pool.hpp"
 #include "common/report.hpp"
 #include "kernels/matmul_fixtures.hpp"
+#include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/float_formats.hpp"
@@ -79,12 +88,16 @@ const hb::buffer_ring& weights(shape s, hb::residency where, bool interleave) {
   return *slot.ring;
 }
 
+/// One GEMV per call, or with `batch` > 1 (repacked weights) a GEMM of `batch` activation
+/// rows: a decode step of that many sessions.
 template <class W, class A, bool Interleave>
-void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::size_t threads) {
+void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::size_t threads,
+                    std::size_t batch = 1) {
   const auto& ring = weights<W>(s, where, Interleave);
-  const auto x = hb::pseudo_random_floats(s.k, 11);
-  std::vector<float> y(s.rows);
-  std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(s.k));
+  const auto x = hb::pseudo_random_floats(batch * s.k, 11);
+  std::vector<float> y(batch * s.rows);
+  std::vector<std::byte> workspace(batch == 1 ? hedge::kernels::gemv_workspace_bytes<W>(s.k)
+                                              : hedge::kernels::gemm_workspace_bytes<W>(batch, s.k));
   auto& pool = hb::pool(threads);
   std::size_t next = 0;
   const hb::loop_clock clock;
@@ -93,6 +106,10 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
       if constexpr (Interleave) {
         using block = typename hedge::kernels::interleaved<W>::block;
         const hedge::kernels::interleaved_view<W> w(ring.template get<const block>(next++), s.rows, s.k);
+        if (batch > 1) {
+          return hedge::kernels::gemm<W, A>(w, hedge::matrix_view<const float>(x.data(), batch, s.k),
+                                            hedge::matrix_view<float>(y.data(), batch, s.rows), workspace, pool);
+        }
         return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
       } else {
         const hedge::matrix_view<const typename W::block> w(ring.template get<const typename W::block>(next++),
@@ -108,6 +125,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
     benchmark::ClobberMemory();
   }
   hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
+  hb::set_flops_counters(state, 2.0 * double(batch) * double(s.rows) * double(s.k));
 }
 
 template <class W, class A, bool Interleave = false>
@@ -126,6 +144,27 @@ void register_variant() {
   }
 }
 
+/// Decode batches of M sessions, repacked weights: cold over the FFN-down shape (M > 1: M = 1
+/// is the plain repacked GEMV) and hot over a matrix that fits in cache, the ceiling.
+template <class W, class A>
+void register_batches() {
+  if (!A::supported()) return;
+  constexpr shape cold_shape = shapes[1], hot_shape{512, 4096};
+  for (std::size_t batch : {1u, 2u, 4u, 8u}) {
+    const std::string variant = std::string(A::name) + "_repacked_batch" + std::to_string(batch);
+    for (std::size_t threads : hb::thread_counts()) {
+      for (const auto where : {hb::residency::cold, hb::residency::hot}) {
+        const shape s = where == hb::residency::cold ? cold_shape : hot_shape;
+        if (batch == 1 && where == hb::residency::cold) continue;
+        hb::register_benchmark(hb::benchmark_name("gemv/" + std::string(W::name), variant, s.name(), where, threads),
+                               [s, where, batch, threads](benchmark::State& state) {
+                                 gemv_benchmark<W, A, true>(state, s, where, threads, batch);
+                               });
+      }
+    }
+  }
+}
+
 template <class W>
 void register_format() {
   hb::begin_family("gemv/" + std::string(W::name));
@@ -133,6 +172,8 @@ void register_format() {
   if constexpr (hedge::kernels::Interleavable<W>) {
     register_variant<W, hedge::arch::avx512vnni, true>();
     register_variant<W, hedge::arch::avx2, true>();
+    register_batches<W, hedge::arch::avx512vnni>();
+    register_batches<W, hedge::arch::avx2>();
   }
   if constexpr (std::is_same_v<W, q::q5_0>) register_variant<W, hedge::arch::avx512vnni>();  // avx512_gemv.hpp
   register_variant<W, hedge::arch::avx2>();

@@ -171,15 +171,19 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
     }
   }
   check_gemm<W, typename TypeParam::arch, true>(70, 24, 2 * one, seed++);  // crosses the 64-row chunk
-  // GEMV runs (gemv_streams.hpp), which AVX-512 VNNI GEMMs of up to 4 rows read the same
-  // way: 4 streams of one group then a partial group; of one group then a pair, a lone
-  // group and a partial one; of two groups, nothing left; of three groups, then a pair, a
-  // lone group and a partial one.
+  // GEMV runs (gemv_streams.hpp), which AVX-512 VNNI GEMMs of up to 8 rows (Q4_K 4) read
+  // the same way, 5 rows on as two pairs of streams: 4 streams of one group then a partial
+  // group; of one group then a pair, a lone group and a partial one; of two groups, nothing
+  // left; of three groups, then a pair, a lone group and a partial one.
   check_gemm<W, typename TypeParam::arch, true>(1, 37, 3 * one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(2, 61, one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(1, 64, 2 * one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(3, 125, 3 * one, seed++);
   check_gemm<W, typename TypeParam::arch, true>(4, 125, 2 * one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(5, 37, 3 * one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(6, 61, one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(7, 64, 2 * one, seed++);
+  check_gemm<W, typename TypeParam::arch, true>(8, 125, 3 * one, seed++);
   // Tiles of two groups (AVX-512): pairs only, pairs then a lone full group, pairs then a
   // partial group; activation tiles of 8, 4, 2 and 1 rows.
   for (std::size_t m_rows : {8u, 15u, 17u}) {

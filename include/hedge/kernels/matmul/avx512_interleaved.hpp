@@ -359,9 +359,10 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_
 }
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
-/// rows, blocks [x_block, x_block + blocks) of the activation. The weights are prefetched
-/// where they come from DRAM: a GEMV's (M = 1) and the long streams' (P = 2, gemv_streams.hpp).
-template <int M, int P, class W>
+/// rows, blocks [x_block, x_block + blocks) of the activation. With `Streamed` the weights
+/// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched ahead; a
+/// prefill's tiles re-read theirs from cache.
+template <int M, int P, class W, bool Streamed = (M == 1)>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
   __m512 acc[P][M];
@@ -371,7 +372,7 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* grou
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (M == 1 || P == 2) {  // weights from DRAM
+      if constexpr (Streamed) {
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
       }
@@ -412,22 +413,61 @@ namespace avx512 {
 
 /// Activation rows up to which a GEMM reads its weights as a GEMV does: a decode batch's
 /// few rows read each weight once from DRAM, so the bandwidth of the long streams counts;
-/// a prefill's tiles of 8 rows re-read them from cache.
-inline constexpr std::size_t stream_rows = 4;
+/// a prefill's tiles of 8 rows re-read them from cache. Q4_K's block keeps three int32
+/// sums per row live beside the row's accumulator, so it streams at most 4 rows.
+template <class W>
+inline constexpr int stream_rows = std::is_same_v<W, quant::q4_k> ? 4 : 8;
 
 /// M activation rows (M <= stream_rows) against the full groups of a run, read as
-/// gemv_streams long streams (gemv_streams.hpp), every row per tile; returns the groups done.
+/// gemv_streams long streams (gemv_streams.hpp), every row per tile; returns the groups
+/// done. Up to 4 rows a tile reads the 4 streams at once; from 5 rows on (whose
+/// accumulators fill the registers) it reads them as two pairs, one after the other per
+/// step, so the 4 streams still advance together.
 template <int M, class W>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                  std::size_t blocks, const activation_row<W>* x, float* y,
                                                  std::size_t y_stride, std::size_t valid) noexcept {
   static_assert(gemv_streams == 4, "two pairs of streams per tile");
+  static_assert(M <= stream_rows<W>);
   const stream_split split(groups, valid);
   for (std::size_t i = 0; i < split.per_stream; ++i) {
-    pair_tile<M, 2, W>(group + i * blocks, blocks, x, 0,
-                       {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
+    if constexpr (M <= 4) {
+      pair_tile<M, 2, W, true>(group + i * blocks, blocks, x, 0,
+                               {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
+    } else {
+      for (std::size_t pair = 0; pair < 2; ++pair) {
+        const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
+        pair_tile<M, 1, W, true>(group + first * blocks, blocks, x, 0,
+                                 {y + first * interleave_rows, y_stride, 2 * interleave_rows, false, split.per_stream});
+      }
+    }
   }
   return split.streamed();
+}
+
+/// stream_tiles for a run-time row count (1 .. stream_rows<W>).
+template <class W>
+HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved<W>::block* group, std::size_t groups,
+                                                      std::size_t blocks, const activation_row<W>* x, std::size_t rows,
+                                                      float* y, std::size_t y_stride, std::size_t valid) noexcept {
+  const auto run = [&]<int M>(std::integral_constant<int, M>) {
+    if constexpr (M <= stream_rows<W>) {
+      return stream_tiles<M, W>(group, groups, blocks, x, y, y_stride, valid);
+    } else {
+      return std::size_t{0};
+    }
+  };
+  switch (rows) {
+    case 1: return run(std::integral_constant<int, 1>{});
+    case 2: return run(std::integral_constant<int, 2>{});
+    case 3: return run(std::integral_constant<int, 3>{});
+    case 4: return run(std::integral_constant<int, 4>{});
+    case 5: return run(std::integral_constant<int, 5>{});
+    case 6: return run(std::integral_constant<int, 6>{});
+    case 7: return run(std::integral_constant<int, 7>{});
+    case 8: return run(std::integral_constant<int, 8>{});
+    default: return 0;
+  }
 }
 
 }  // namespace avx512
@@ -453,7 +493,7 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
 /// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0, Q8_0 and Q4_K: up to
-/// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
+/// stream_rows<W> rows (a decode batch: 8, Q4_K 4) the full groups as the GEMV streams them, then
 /// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
 /// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
 template <Interleavable W>
@@ -461,15 +501,7 @@ template <Interleavable W>
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid) noexcept {
-  std::size_t g = 0;
-  switch (rows) {
-    case 1: g = avx512::stream_tiles<1, W>(group, groups, blocks, x, y, y_stride, valid); break;
-    case 2: g = avx512::stream_tiles<2, W>(group, groups, blocks, x, y, y_stride, valid); break;
-    case 3: g = avx512::stream_tiles<3, W>(group, groups, blocks, x, y, y_stride, valid); break;
-    case 4: g = avx512::stream_tiles<4, W>(group, groups, blocks, x, y, y_stride, valid); break;
-    default: break;
-  }
-  static_assert(avx512::stream_rows == 4, "a case per row count");
+  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, x, rows, y, y_stride, valid);
   for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
     avx512::pair_rows<W>(group + g * blocks, blocks, x, 0, rows,
                          {y + g * interleave_rows, y_stride, 2 * interleave_rows});
