@@ -20,6 +20,7 @@
 # Usage: scripts/compare-llamacpp.sh [--build-dir DIR] [--models "tinyllama-1.1b"]
 #                                    [--formats "q4_0 q8_0"] [--threads "1 NPROC"]
 #                                    [--rounds 3] [--jobs N]
+#        scripts/compare-llamacpp.sh --batch "1 2 4 8" [--models ...] [--formats ...] [--threads ...] [--rounds 3]
 #        scripts/compare-llamacpp.sh --gemm [--formats "q4_0 q8_0 q4_k"] [--rows "512 64"]
 #                                    [--shapes "4096x4096 11008x4096"] [--threads ...] [--rounds 3]
 #   --models     any of tinyllama-1.1b llama-3.2-1b qwen3-1.7b gemma-3-1b (default tinyllama-1.1b)
@@ -28,6 +29,10 @@
 #   --build-dir  a configured build with benchmarks and tools (default build/bench, configured
 #                here with the bench preset and the tools when absent)
 #   --jobs       build parallelism (default: every hardware thread)
+#   --batch      batched decode instead of decode and prefill: S sessions decoding 64 tokens
+#                each at once (hedge: llama/batch_decode<S>, llama::decode_batch; llama.cpp: S
+#                sequences of one context, llama_cpp_peer.sh batch), aggregate tok/s per S
+#                and its ratio to one session's decode (llama/decode) against the 0.9 S target
 #   --gemm       the prefill GEMM alone instead of the model: Y = X W^T with ROWS activation rows
 #                and an N x K weight (SHAPES), hedge's repacked GEMM at the arch arch::best runs
 #                (hedge_bench_kernels' gemm/* benchmarks) against ggml's ggml_mul_mat on its CPU
@@ -48,6 +53,7 @@ threads="1 $(nproc)"
 rounds=3
 jobs=$(nproc)
 gemm=0
+batch=""
 rows="512 64"
 shapes="4096x4096 11008x4096"
 while [ $# -gt 0 ]; do
@@ -61,7 +67,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --batch) batch=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -189,7 +196,10 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   fi
   cmake --preset bench -DHEDGE_BUILD_EXAMPLES=ON > /dev/null
 fi
-cmake --build "$build_dir" -j "$jobs" --target hedge_bench_model hedge-generate >&2
+targets="hedge_bench_model"
+[ -n "$batch" ] || targets="$targets hedge-generate"  # the resident-set run
+# shellcheck disable=SC2086  # targets is a list
+cmake --build "$build_dir" -j "$jobs" --target $targets >&2
 bench=$build_dir/bench/hedge_bench_model
 generate=$build_dir/tools/hedge-generate
 
@@ -197,6 +207,77 @@ export HEDGE_BENCH_MODELS=${HEDGE_BENCH_MODELS:-$root/build/models}
 out=build/compare-llamacpp/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+if [ -n "$batch" ]; then
+  command="scripts/compare-llamacpp.sh --batch \"$batch\" --build-dir $build_dir --models \"$models\"${formats:+ --formats \"$formats\"} --threads \"$threads\" --rounds $rounds"
+  for file in $files; do
+    model=${file%%:*}
+    format=${file#*:}
+    name=$model-$format
+    for t in $threads; do
+      for round in $(seq 1 "$rounds"); do
+        echo "== $name, $t thread(s), round $round: hedge, batches of $batch" >&2
+        "$bench" --benchmark_filter="^llama/(decode|batch_decode($(echo "$batch" | tr ' ' '|')))/[^/]+/${model}_$format/cold/threads:$t/" \
+          --benchmark_out="$out/hedge-$name-t$t-r$round.json" --benchmark_out_format=json \
+          > "$out/hedge-$name-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$name-t$t-r$round.log" >&2; exit 1; }
+        echo "== $name, $t thread(s), round $round: llama.cpp, batches of $batch" >&2
+        # shellcheck disable=SC2086  # batch is a list
+        scripts/llama_cpp_peer.sh batch "$HEDGE_BENCH_MODELS/$name.gguf" "$t" "$decode_tokens" $batch \
+          > "$out/llamacpp-$name-t$t-r$round.json"
+      done
+    done
+  done
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  node - "$out" "$files" "$threads" "$batch" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
+const fs = require("node:fs");
+const path = require("node:path");
+const [dir, files_, threads, batches, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
+const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const f1 = (x) => x.toFixed(1);
+const f2 = (x) => x.toFixed(2);
+const files = fs.readdirSync(dir).sort();
+let cpu = "";
+const rows = [];
+for (const [model, format] of files_.split(" ").map((f) => f.split(":"))) {
+    const name = `${model}-${format}`;
+    for (const t of threads.split(" ")) {
+        const hedge = files.filter((f) => f.startsWith(`hedge-${name}-t${t}-`) && f.endsWith(".json"))
+            .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+        const peer = files.filter((f) => f.startsWith(`llamacpp-${name}-t${t}-`))
+            .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+        cpu = hedge[0].context.hedge_cpu_name;
+        const rate = (prefix) => median(hedge.map((h) => {
+            const b = h.benchmarks.find((x) => x.name.startsWith(prefix));
+            if (!b || b.error_occurred) throw new Error(`${prefix} ${name} t${t}: ${b ? b.error_message : "no result"}`);
+            return b.tok_per_s;
+        }));
+        const one = rate("llama/decode/");
+        const peerOne = median(peer.map((p) => p.batch_tok_per_s["1"] ?? NaN));
+        for (const s of batches.split(" ").map(Number)) {
+            const aggregate = rate(`llama/batch_decode${s}/`);
+            const peerAggregate = median(peer.map((p) => p.batch_tok_per_s[String(s)]));
+            rows.push(`| ${model} | ${format} | ${t} | ${s} | ${f1(aggregate)} | ${f2(aggregate / one)} | ${f1(0.9 * s)} | ` +
+                `${f1(peerAggregate)} | ${f2(peerAggregate / peerOne)} | **${f2(aggregate / peerAggregate)}** |`);
+        }
+    }
+}
+const lines = [
+    `${new Date().toISOString().slice(0, 10)}, ${cpu}, \`${command}\``,
+    `aggregate tok/s of S sessions decoding 64 tokens each at once (wall time), medians of ${rounds} interleaved ` +
+        `rounds; "/ one session": over hedge's decode of one session (llama/decode) and llama.cpp's 1-sequence run; ` +
+        `load average before ${loadBefore}, after ${loadAfter}`,
+    "",
+    "| model | weights | threads | sessions | hedge tok/s | hedge / one session | target (0.9 S) | llama.cpp tok/s | llama.cpp / one sequence | hedge / llama.cpp |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+    ...rows,
+];
+process.stdout.write(lines.join("\n") + "\n");
+JS
+  exit 0
+fi
 
 for file in $files; do
   model=${file%%:*}
