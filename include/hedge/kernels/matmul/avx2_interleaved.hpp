@@ -73,13 +73,19 @@ HEDGE_TARGET_AVX2 inline __m256i broadcast_quad(const std::int8_t* p) noexcept {
 /// prefetchers alone do not run far enough ahead of these kernels on weights
 /// streamed from DRAM (docs/perf-journal.md, matmul).
 /// The address is formed as an integer: past the matrix end it may point
-/// outside it, which a prefetch never faults on.
+/// outside it, which a prefetch never faults on. `ToL2` prefetches into L2 only
+/// (T1) instead of L1 (T0): the kernels that spend longer per weight byte read
+/// faster so (AVX-512 VNNI tile, docs/perf-journal.md, matmul).
 inline constexpr std::size_t prefetch_bytes = 2304;
-template <class Block>
+template <bool ToL2 = false, class Block>
 HEDGE_TARGET_AVX2 inline void prefetch_ahead(const Block& block) noexcept {
   const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block) + prefetch_bytes;
   for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T0);
+    if constexpr (ToL2) {
+      _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T1);
+    } else {
+      _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T0);
+    }
   }
 }
 
