@@ -171,7 +171,7 @@ TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
     }
   }
   check_gemm<W, typename TypeParam::arch, true>(70, 24, 2 * one, seed++);  // crosses the 64-row chunk
-  // GEMV runs (gemv_streams.hpp), which AVX-512 VNNI GEMMs of up to 8 rows (Q4_K 4) read
+  // GEMV runs (gemv_streams.hpp), which AVX-512 VNNI GEMMs of up to 8 rows read
   // the same way, 5 rows on as two pairs of streams: 4 streams of one group then a partial
   // group; of one group then a pair, a lone group and a partial one; of two groups, nothing
   // left; of three groups, then a pair, a lone group and a partial one.

@@ -417,10 +417,10 @@ namespace avx512 {
 
 /// Activation rows up to which a GEMM reads its weights as a GEMV does: a decode batch's
 /// few rows read each weight once from DRAM, so the bandwidth of the long streams counts;
-/// a prefill's tiles of 8 rows re-read them from cache. Q4_K's block keeps three int32
-/// sums per row live beside the row's accumulator, so it streams at most 4 rows.
-template <class W>
-inline constexpr int stream_rows = std::is_same_v<W, quant::q4_k> ? 4 : 8;
+/// a prefill's tiles of 8 rows re-read them from cache. (Q4_K's 8 rows spill registers, as
+/// in pair_rows, and still stream faster than as a prefill tile: 4096x11008 cold at 1
+/// thread, 2,860-3,334 us against 3,391-3,928.)
+inline constexpr int stream_rows = 8;
 
 /// M activation rows (M <= stream_rows) against the full groups of a run, read as
 /// gemv_streams long streams (gemv_streams.hpp), every row per tile; returns the groups
@@ -432,7 +432,7 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::
                                                  std::size_t blocks, const activation_row<W>* x, float* y,
                                                  std::size_t y_stride, std::size_t valid) noexcept {
   static_assert(gemv_streams == 4, "two pairs of streams per tile");
-  static_assert(M <= stream_rows<W>);
+  static_assert(M <= stream_rows);
   const stream_split split(groups, valid);
   for (std::size_t i = 0; i < split.per_stream; ++i) {
     if constexpr (M <= 4) {
@@ -449,17 +449,14 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::
   return split.streamed();
 }
 
-/// stream_tiles for a run-time row count (1 .. stream_rows<W>).
+/// stream_tiles for a run-time row count (1 .. stream_rows; 0 groups done for more).
 template <class W>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                       std::size_t blocks, const activation_row<W>* x, std::size_t rows,
                                                       float* y, std::size_t y_stride, std::size_t valid) noexcept {
+  static_assert(stream_rows == 8, "a case per row count");
   const auto run = [&]<int M>(std::integral_constant<int, M>) {
-    if constexpr (M <= stream_rows<W>) {
-      return stream_tiles<M, W>(group, groups, blocks, x, y, y_stride, valid);
-    } else {
-      return std::size_t{0};
-    }
+    return stream_tiles<M, W>(group, groups, blocks, x, y, y_stride, valid);
   };
   switch (rows) {
     case 1: return run(std::integral_constant<int, 1>{});
@@ -497,7 +494,7 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
 /// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0, Q8_0 and Q4_K: up to
-/// stream_rows<W> rows (a decode batch: 8, Q4_K 4) the full groups as the GEMV streams them, then
+/// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
 /// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
 /// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
 template <Interleavable W>
