@@ -32,6 +32,7 @@
 #include "hedge/core/executor.hpp"
 #include "hedge/core/function_ref.hpp"
 #include "hedge/core/half.hpp"
+#include "hedge/core/parse_number.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/core/storage.hpp"
 #include "hedge/core/view.hpp"
