@@ -70,8 +70,9 @@ std::vector<std::string> token_texts(const job& j) {
 
 TEST(Scheduler, AGenerationThatFillsTheContextEndsWithTheCapacityError) {
   SKIP_WITHOUT_MODELS();
-  auto loaded = hedge::os::load_model(
-      {.model = hedge::test::models_dir + "stories260K.gguf", .tokenizer = {}, .quantize = hedge::model::load_quantization::none});
+  auto loaded = hedge::os::load_model({.model = hedge::test::models_dir + "stories260K.gguf",
+                                       .tokenizer = {},
+                                       .quantize = hedge::model::load_quantization::none});
   ASSERT_TRUE(loaded) << loaded.error().message();
   hedge::server::metrics metrics;
   constexpr std::size_t context = 16;

@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
       if (!number(hash_seeds) || hash_seeds == 0) return bad("a whole number of at least 1");
     }
   }
-  if (dir.empty() && (train_files.empty() || test_files.empty())) return cli.usage_error("give --train and --test, or --leave-domain-out");
+  if (dir.empty() && (train_files.empty() || test_files.empty()))
+    return cli.usage_error("give --train and --test, or --leave-domain-out");
   if (!dir.empty() && !(train_files.empty() && test_files.empty()))
     return cli.usage_error("give --leave-domain-out or --train and --test, not both");
   if (csv_path == svg_path) return cli.usage_error("--csv and --svg name the same file");

@@ -1030,7 +1030,8 @@ class server_app {
 bool parse_prices(std::string_view v, engine::tier_prices& p) {
   const auto comma = v.find(',');
   return comma != std::string_view::npos && parse_number(v.substr(0, comma), p.input_per_million) &&
-         parse_number(v.substr(comma + 1), p.output_per_million) && p.input_per_million >= 0 && p.output_per_million >= 0;
+         parse_number(v.substr(comma + 1), p.output_per_million) && p.input_per_million >= 0 &&
+         p.output_per_million >= 0;
 }
 
 /// "AMOUNT" per hour, or "AMOUNT/hour", "AMOUNT/day".
@@ -1077,7 +1078,8 @@ int main(int argc, char** argv) {
     else if (a == "--budget") ok = parse_budget(v, o.gateway.engine.budget);
     else if (a == "--token-delay-ms") ok = parse_number(v, o.token_delay_ms) && o.token_delay_ms <= 10'000;
     else if (a == "--round-trip-ms") ok = parse_number(v, o.round_trip_ms) && o.round_trip_ms <= 10'000;
-    else if (a == "--gateway-workers") ok = parse_number(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
+    else if (a == "--gateway-workers")
+      ok = parse_number(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
     else return tools::cli::option::unknown;
     return tools::cli::checked(ok);
   };

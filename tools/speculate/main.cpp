@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
     else if (a == "--label") label = v;
     else if (a == "--cloud-price") {
       const auto comma = v.find(',');
-      ok = comma != std::string_view::npos && parse_number(v.substr(0, comma), price_in) && parse_number(v.substr(comma + 1), price_out);
+      ok = comma != std::string_view::npos && parse_number(v.substr(0, comma), price_in) &&
+           parse_number(v.substr(comma + 1), price_out);
     } else ok = false;
     if (!ok) return cli.usage_error("bad argument " + std::string(a) + " " + std::string(v));
   }

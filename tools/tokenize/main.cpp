@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
       text = argv[i];
     }
   }
-  if ((gguf_path == nullptr) == (bin_path == nullptr)) return cli.usage_error("give exactly one of -m MODEL.gguf and -z tokenizer.bin");
+  if ((gguf_path == nullptr) == (bin_path == nullptr))
+    return cli.usage_error("give exactly one of -m MODEL.gguf and -z tokenizer.bin");
   if (text == nullptr) return cli.usage_error("no text given");
 
   const char* path = gguf_path != nullptr ? gguf_path : bin_path;
