@@ -258,15 +258,13 @@ void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const 
   bench_model b;
   if (!start_session(state, name, format, threads, b)) return;
   auto& executor = hb::pool(threads);
-  const synthetic* m = b.file;
-  auto& model = b.model;
   const auto seq = b.sessions[0];
   const hb::loop_clock clock;
   for (auto _ : state) {
-    static_cast<void>(model->rollback(seq, 0));
+    static_cast<void>(b.model->rollback(seq, 0));
     std::int32_t token = 1;
     for (std::size_t pos = 0; pos < decode_positions; ++pos) {
-      const auto logits = model->decode(seq, token, executor);
+      const auto logits = b.model->decode(seq, token, executor);
       if (!logits) {
         state.SkipWithError(logits.error().c_str());
         return;
@@ -278,7 +276,7 @@ void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const 
     }
     benchmark::DoNotOptimize(token);
   }
-  const double bytes_per_token = decode_bytes_per_token(m->weights, decode_positions);
+  const double bytes_per_token = decode_bytes_per_token(b.file->weights, decode_positions);
   const double tokens = double(state.iterations()) * double(decode_positions);
   state.SetItemsProcessed(static_cast<std::int64_t>(tokens));
   state.counters["tok_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
@@ -289,26 +287,24 @@ void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const 
   state.counters["rss_peak_bytes"] = status_bytes("VmHWM");
   state.counters["rss_file_bytes"] = status_bytes("RssFile");
   state.counters["rss_anon_bytes"] = status_bytes("RssAnon");
-  state.counters["file_bytes"] = double(m->file.size());
+  state.counters["file_bytes"] = double(b.file->file.size());
 }
 
 void BM_SyntheticPrefill(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads, std::size_t length) {
   bench_model b;
   if (!start_session(state, name, format, threads, b)) return;
   auto& executor = hb::pool(threads);
-  const synthetic* m = b.file;
-  auto& model = b.model;
   const auto seq = b.sessions[0];
   // BOS, then ids from a fixed LCG over the non-special pieces (3 .. vocab-1).
   std::vector<std::int32_t> tokens(length, 1);
   std::uint32_t seed = 12345;
   for (std::size_t i = 1; i < length; ++i) {
     seed = seed * 1664525u + 1013904223u;
-    tokens[i] = static_cast<std::int32_t>(3 + (seed >> 8) % (m->weights.config.vocab_size - 3));
+    tokens[i] = static_cast<std::int32_t>(3 + (seed >> 8) % (b.file->weights.config.vocab_size - 3));
   }
   for (auto _ : state) {
-    static_cast<void>(model->rollback(seq, 0));
-    const auto logits = model->prefill(seq, tokens, executor);
+    static_cast<void>(b.model->rollback(seq, 0));
+    const auto logits = b.model->prefill(seq, tokens, executor);
     if (!logits) {
       state.SkipWithError(logits.error().c_str());
       return;
@@ -338,13 +334,12 @@ void BM_SyntheticBatchedDecode(benchmark::State& state, const std::string& name,
               .repack = llama_repack::all},
              b, one_step))
     return;
-  auto& model = b.model;
   const auto& sessions = b.sessions;
   for (auto _ : state) {
-    for (const auto s : sessions) static_cast<void>(model->rollback(s, 0));
+    for (const auto s : sessions) static_cast<void>(b.model->rollback(s, 0));
     std::fill(tokens.begin(), tokens.end(), 1);
     for (std::size_t pos = 0; pos < decode_positions; ++pos) {
-      const auto rows = model->decode_batch(sessions, tokens, executor);
+      const auto rows = b.model->decode_batch(sessions, tokens, executor);
       if (!rows) {
         state.SkipWithError(rows.error().c_str());
         return;
