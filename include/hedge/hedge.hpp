@@ -52,6 +52,7 @@
 #include "hedge/engine/telemetry.hpp"
 #include "hedge/kernels/activation.hpp"
 #include "hedge/kernels/detail/aliasing.hpp"
+#include "hedge/kernels/detail/vec.hpp"
 #include "hedge/kernels/detail/vector_math.hpp"
 #include "hedge/kernels/elementwise.hpp"
 #include "hedge/kernels/gemm.hpp"
