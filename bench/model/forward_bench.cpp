@@ -36,6 +36,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -214,32 +215,56 @@ hedge::result<llama<>> make_model(const synthetic& m, llama_options options, hed
 constexpr std::size_t decode_positions = 64;
 constexpr std::size_t synthetic_context = 1024;  // room for the 512-token prefill
 
-void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads) {
-  std::string why;
-  const synthetic* m = load_synthetic(name, format, why);
-  if (m == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+/// A synthetic model made for one benchmark: its file, its packed weights, the model and
+/// `options.max_sessions` sessions.
+struct bench_model {
+  const synthetic* file = nullptr;
   hedge::os::mapped_memory arena;
-  auto model = make_model(*m, {.context = synthetic_context, .max_threads = threads}, arena);
-  if (!model) {
-    state.SkipWithError(model.error().c_str());
-    return;
+  std::optional<llama<>> model;
+  std::vector<hedge::kv::kv_seq> sessions;
+};
+
+/// What every synthetic-model benchmark starts with: the model of `name` and `format` with
+/// `options` (make_model), its sessions, then `warm(model, sessions)`, one step that maps
+/// the weights' pages in before the clock runs. False, after state.SkipWithError with the
+/// reason, when any of it fails.
+template <class Warm>
+bool start(benchmark::State& state, const std::string& name, const std::string& format, llama_options options,
+           bench_model& b, Warm warm) {
+  std::string why;
+  b.file = load_synthetic(name, format, why);
+  if (b.file == nullptr) return state.SkipWithError(why.c_str()), false;
+  auto model = make_model(*b.file, options, b.arena);
+  if (!model) return state.SkipWithError(model.error().c_str()), false;
+  b.model.emplace(std::move(*model));
+  for (std::size_t i = 0; i < options.max_sessions; ++i) {
+    auto session = b.model->create_session();
+    if (!session) return state.SkipWithError(session.error().c_str()), false;
+    b.sessions.push_back(*session);
   }
+  if (auto warmed = warm(*b.model, b.sessions); !warmed) return state.SkipWithError(warmed.error().c_str()), false;
+  return true;
+}
+
+/// start() for one session of synthetic_context positions, warmed by decoding one token.
+bool start_session(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads,
+                   bench_model& b) {
   auto& executor = hb::pool(threads);
-  auto seq = *model->create_session();
-  // One token first: the weights' pages are mapped in before the clock runs.
-  if (auto warm = model->decode(seq, 1, executor); !warm) {
-    state.SkipWithError(warm.error().c_str());
-    return;
-  }
+  return start(state, name, format, {.context = synthetic_context, .max_threads = threads}, b,
+               [&](llama<>& model, const auto& sessions) { return model.decode(sessions[0], 1, executor); });
+}
+
+void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads) {
+  bench_model b;
+  if (!start_session(state, name, format, threads, b)) return;
+  auto& executor = hb::pool(threads);
+  const auto seq = b.sessions[0];
   const hb::loop_clock clock;
   for (auto _ : state) {
-    static_cast<void>(model->rollback(seq, 0));
+    static_cast<void>(b.model->rollback(seq, 0));
     std::int32_t token = 1;
     for (std::size_t pos = 0; pos < decode_positions; ++pos) {
-      const auto logits = model->decode(seq, token, executor);
+      const auto logits = b.model->decode(seq, token, executor);
       if (!logits) {
         state.SkipWithError(logits.error().c_str());
         return;
@@ -251,7 +276,7 @@ void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const 
     }
     benchmark::DoNotOptimize(token);
   }
-  const double bytes_per_token = decode_bytes_per_token(m->weights, decode_positions);
+  const double bytes_per_token = decode_bytes_per_token(b.file->weights, decode_positions);
   const double tokens = double(state.iterations()) * double(decode_positions);
   state.SetItemsProcessed(static_cast<std::int64_t>(tokens));
   state.counters["tok_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
@@ -262,38 +287,24 @@ void BM_SyntheticDecode(benchmark::State& state, const std::string& name, const 
   state.counters["rss_peak_bytes"] = status_bytes("VmHWM");
   state.counters["rss_file_bytes"] = status_bytes("RssFile");
   state.counters["rss_anon_bytes"] = status_bytes("RssAnon");
-  state.counters["file_bytes"] = double(m->file.size());
+  state.counters["file_bytes"] = double(b.file->file.size());
 }
 
 void BM_SyntheticPrefill(benchmark::State& state, const std::string& name, const std::string& format, std::size_t threads, std::size_t length) {
-  std::string why;
-  const synthetic* m = load_synthetic(name, format, why);
-  if (m == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  hedge::os::mapped_memory arena;
-  auto model = make_model(*m, {.context = synthetic_context, .max_threads = threads}, arena);
-  if (!model) {
-    state.SkipWithError(model.error().c_str());
-    return;
-  }
+  bench_model b;
+  if (!start_session(state, name, format, threads, b)) return;
   auto& executor = hb::pool(threads);
-  auto seq = *model->create_session();
+  const auto seq = b.sessions[0];
   // BOS, then ids from a fixed LCG over the non-special pieces (3 .. vocab-1).
   std::vector<std::int32_t> tokens(length, 1);
   std::uint32_t seed = 12345;
   for (std::size_t i = 1; i < length; ++i) {
     seed = seed * 1664525u + 1013904223u;
-    tokens[i] = static_cast<std::int32_t>(3 + (seed >> 8) % (m->weights.config.vocab_size - 3));
-  }
-  if (auto warm = model->decode(seq, 1, executor); !warm) {
-    state.SkipWithError(warm.error().c_str());
-    return;
+    tokens[i] = static_cast<std::int32_t>(3 + (seed >> 8) % (b.file->weights.config.vocab_size - 3));
   }
   for (auto _ : state) {
-    static_cast<void>(model->rollback(seq, 0));
-    const auto logits = model->prefill(seq, tokens, executor);
+    static_cast<void>(b.model->rollback(seq, 0));
+    const auto logits = b.model->prefill(seq, tokens, executor);
     if (!logits) {
       state.SkipWithError(logits.error().c_str());
       return;
@@ -312,32 +323,23 @@ void BM_SyntheticPrefill(benchmark::State& state, const std::string& name, const
 /// the same alone and batched.
 void BM_SyntheticBatchedDecode(benchmark::State& state, const std::string& name, const std::string& format,
                                std::size_t threads, std::size_t batch) {
-  std::string why;
-  const synthetic* m = load_synthetic(name, format, why);
-  if (m == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  hedge::os::mapped_memory arena;
-  auto model = make_model(*m, {.max_sessions = batch, .context = decode_positions, .max_threads = threads,
-                               .max_batch = batch, .repack = llama_repack::all}, arena);
-  if (!model) {
-    state.SkipWithError(model.error().c_str());
-    return;
-  }
   auto& executor = hb::pool(threads);
-  std::vector<hedge::kv::kv_seq> sessions;
-  for (std::size_t i = 0; i < batch; ++i) sessions.push_back(*model->create_session());
   std::vector<std::int32_t> tokens(batch, 1);
-  if (auto warm = model->decode_batch(sessions, tokens, executor); !warm) {
-    state.SkipWithError(warm.error().c_str());
+  const auto one_step = [&](llama<>& model, const auto& sessions) {
+    return model.decode_batch(sessions, tokens, executor);
+  };
+  bench_model b;
+  if (!start(state, name, format,
+             {.max_sessions = batch, .context = decode_positions, .max_threads = threads, .max_batch = batch,
+              .repack = llama_repack::all},
+             b, one_step))
     return;
-  }
+  const auto& sessions = b.sessions;
   for (auto _ : state) {
-    for (const auto s : sessions) static_cast<void>(model->rollback(s, 0));
+    for (const auto s : sessions) static_cast<void>(b.model->rollback(s, 0));
     std::fill(tokens.begin(), tokens.end(), 1);
     for (std::size_t pos = 0; pos < decode_positions; ++pos) {
-      const auto rows = model->decode_batch(sessions, tokens, executor);
+      const auto rows = b.model->decode_batch(sessions, tokens, executor);
       if (!rows) {
         state.SkipWithError(rows.error().c_str());
         return;

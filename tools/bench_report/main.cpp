@@ -8,13 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "render.hpp"
 #include "results.hpp"
 
 namespace {
 
+constexpr const char* usage_text = "usage: hedge-bench-report --out DIR [--command TEXT] RESULT.json...\n";
+constexpr hedge::tools::cli cli{"hedge-bench-report", usage_text};
+
+/// The usage text alone on standard error; returns 2.
 int usage() {
-  std::fprintf(stderr, "usage: hedge-bench-report --out DIR [--command TEXT] RESULT.json...\n");
+  std::fputs(usage_text, stderr);
   return 2;
 }
 
@@ -47,19 +52,13 @@ int main(int argc, char** argv) {
   for (const auto& path : inputs) {
     std::ifstream in(path);
     const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!builder.add(doc)) {
-      std::fprintf(stderr, "hedge-bench-report: %s is not Google Benchmark JSON output\n", path.c_str());
-      return 1;
-    }
+    if (!builder.add(doc)) return cli.fail(path + " is not Google Benchmark JSON output");
   }
   const report r = std::move(builder).finish();
   const std::string base = out_dir + "/" + slug(r.machine.cpu_name);
   if (!write_file(base + ".md", to_markdown(r, command)) || !write_file(base + ".json", to_json(r).dump(2) + "\n") ||
-      !write_file(base + ".svg", to_svg(r)) || !write_file(base + "-scaling.svg", to_scaling_svg(r))) {
-    std::fprintf(stderr, "hedge-bench-report: cannot write %s.{md,json,svg} or %s-scaling.svg\n", base.c_str(),
-                 base.c_str());
-    return 1;
-  }
+      !write_file(base + ".svg", to_svg(r)) || !write_file(base + "-scaling.svg", to_scaling_svg(r)))
+    return cli.fail("cannot write " + base + ".{md,json,svg} or " + base + "-scaling.svg");
   std::size_t cases = 0;
   for (const auto& k : r.kernels) cases += k.cases.size();
   std::printf("hedge-bench-report: %zu kernels, %zu cases -> %s.md, %s.json, %s.svg\n", r.kernels.size(), cases,

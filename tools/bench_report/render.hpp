@@ -172,6 +172,28 @@ inline nlohmann::json to_json(const report& r) {
   return doc;
 }
 
+/// The start of an SVG chart: the svg element, a white background and the bold title.
+inline std::string svg_chart(int width, int height, int margin, const std::string& title) {
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" font-family=\"monospace\" font-size=\"11\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += "<text x=\"" + std::to_string(margin) + "\" y=\"" + std::to_string(margin + 14) +
+         "\" font-size=\"14\" font-weight=\"bold\">" + title + "</text>\n";
+  return svg;
+}
+
+/// One bar of a chart, a row `row` pixels high from y: its label right-aligned before x0,
+/// the bar from x0, `length` long, then `marks` (drawn over the bar) and the value text at
+/// value_x; the texts' baseline at y + baseline.
+inline std::string svg_bar(int x0, int y, int row, int baseline, const std::string& label, int length,
+                           const char* fill, const std::string& marks, int value_x, const std::string& value) {
+  return "<text x=\"" + std::to_string(x0 - 6) + "\" y=\"" + std::to_string(y + baseline) + "\" text-anchor=\"end\">" +
+         label + "</text>" + "<rect x=\"" + std::to_string(x0) + "\" y=\"" + std::to_string(y + 2) + "\" width=\"" +
+         std::to_string(length) + "\" height=\"" + std::to_string(row - 4) + "\" fill=\"" + fill + "\"/>" + marks +
+         "<text x=\"" + std::to_string(value_x) + "\" y=\"" + std::to_string(y + baseline) + "\">" + value +
+         "</text>\n";
+}
+
 /// A horizontal bar chart: one bar per variant and case, grouped by kernel.
 /// Bars show bw_fraction on a 0..1 axis (a dashed line marks 1.0) when the
 /// kernel reports it, else GFLOP/s relative to the kernel's fastest variant.
@@ -183,12 +205,9 @@ inline std::string to_svg(const report& r) {
   }
   const int width = margin * 2 + label_width + bar_width + value_width;
   const int height = margin * 2 + 30 + rows * row + int(r.kernels.size()) * heading;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
-                    std::to_string(height) + "\" font-family=\"monospace\" font-size=\"11\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + std::to_string(margin) + "\" y=\"" + std::to_string(margin + 14) +
-         "\" font-size=\"14\" font-weight=\"bold\">hedge benchmarks: " + r.machine.cpu_name +
-         " (bars: bw_fraction, or GFLOP/s relative to the best; green = best variant)</text>\n";
+  std::string svg = svg_chart(width, height, margin,
+                              "hedge benchmarks: " + r.machine.cpu_name +
+                                  " (bars: bw_fraction, or GFLOP/s relative to the best; green = best variant)");
   int y = margin + 30;
   const int x0 = margin + label_width;
   for (const auto& k : r.kernels) {
@@ -216,13 +235,8 @@ inline std::string to_svg(const report& r) {
           value = format("%.1f GFLOP/s", *v.gflops);
         }
         const int length = int(std::clamp(share, 0.0, 1.05) * bar_width / 1.05);
-        svg += "<text x=\"" + std::to_string(x0 - 6) + "\" y=\"" + std::to_string(y + 12) +
-               "\" text-anchor=\"end\">" + c.name + "  " + v.variant + "</text>";
-        svg += "<rect x=\"" + std::to_string(x0) + "\" y=\"" + std::to_string(y + 2) + "\" width=\"" +
-               std::to_string(length) + "\" height=\"" + std::to_string(row - 4) + "\" fill=\"" +
-               (v.best ? "#2e8b57" : "#7a9cc6") + "\"/>";
-        svg += "<text x=\"" + std::to_string(x0 + length + 4) + "\" y=\"" + std::to_string(y + 12) + "\">" + value +
-               "</text>\n";
+        svg += svg_bar(x0, y, row, 12, c.name + "  " + v.variant, length, v.best ? "#2e8b57" : "#7a9cc6", "",
+                       x0 + length + 4, value);
         y += row;
       }
     }
@@ -249,12 +263,9 @@ inline std::string to_scaling_svg(const report& r) {
   for (const auto& row : rows) height += int(row.rate.size()) * row_height + gap;
   const int width = margin * 2 + label_width + bar_width + value_width;
   const double scale = bar_width / (double(most_threads) * 1.1);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
-                    std::to_string(height) + "\" font-family=\"monospace\" font-size=\"11\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + std::to_string(margin) + "\" y=\"" + std::to_string(margin + 14) +
-         "\" font-size=\"14\" font-weight=\"bold\">hedge scaling: " + r.machine.cpu_name +
-         " (bars: speed-up over 1 thread; black tick: N; red tick: the read bandwidth's)</text>\n";
+  std::string svg = svg_chart(width, height, margin,
+                              "hedge scaling: " + r.machine.cpu_name +
+                                  " (bars: speed-up over 1 thread; black tick: N; red tick: the read bandwidth's)");
   int y = margin + 30;
   const int x0 = margin + label_width;
   const auto tick = [&](double speedup, const char* colour) {
@@ -266,15 +277,11 @@ inline std::string to_scaling_svg(const report& r) {
   for (const auto& row : rows) {
     for (const auto& [threads, rate] : row.rate) {
       const double speedup = rate / row.rate.at(1);
-      svg += "<text x=\"" + std::to_string(x0 - 6) + "\" y=\"" + std::to_string(y + 11) + "\" text-anchor=\"end\">" +
-             row.name + "  threads:" + std::to_string(threads) + "</text>";
-      svg += "<rect x=\"" + std::to_string(x0) + "\" y=\"" + std::to_string(y + 2) + "\" width=\"" +
-             std::to_string(int(std::max(0.0, speedup) * scale)) + "\" height=\"" + std::to_string(row_height - 4) +
-             "\" fill=\"#7a9cc6\"/>";
-      svg += tick(double(threads), "black");
-      if (row.bytes && bw.contains(threads) && bw.contains(1)) svg += tick(bw.at(threads) / bw.at(1), "#c0392b");
-      svg += "<text x=\"" + std::to_string(x0 + int(double(most_threads) * 1.1 * scale) + 4) + "\" y=\"" +
-             std::to_string(y + 11) + "\">" + format("%.2fx", speedup) + "</text>\n";
+      std::string ticks = tick(double(threads), "black");
+      if (row.bytes && bw.contains(threads) && bw.contains(1)) ticks += tick(bw.at(threads) / bw.at(1), "#c0392b");
+      svg += svg_bar(x0, y, row_height, 11, row.name + "  threads:" + std::to_string(threads),
+                     int(std::max(0.0, speedup) * scale), "#7a9cc6", ticks,
+                     x0 + int(double(most_threads) * 1.1 * scale) + 4, format("%.2fx", speedup));
       y += row_height;
     }
     y += gap;

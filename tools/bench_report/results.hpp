@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hedge/core/parse_number.hpp"
+
 namespace hedge::tools::bench_report {
 
 /// One benchmark's result (median over repetitions when there were several).
@@ -170,13 +172,19 @@ class report_builder {
     if (!m.load_average && load != context.end() && load->is_array() && !load->empty() && (*load)[0].is_number()) {
       m.load_average = (*load)[0].get<double>();
     }
-    if (context.contains("hedge_llc_bytes")) m.llc_bytes = std::stoull(context.value("hedge_llc_bytes", "0"));
+    // Numbers the bench binaries wrote as text; one that does not parse is left out (std::stoull
+    // would end the program: the tools are built without exceptions).
+    if (std::size_t llc = 0; parse_number(context.value("hedge_llc_bytes", ""), llc)) m.llc_bytes = llc;
     constexpr std::string_view bw_key = "hedge_read_bw_threads:";
     for (const auto& [key, value] : context.items()) {
       if (key.starts_with(bw_key) && value.is_string()) {
-        const std::size_t threads = std::stoull(key.substr(bw_key.size()));
+        std::size_t threads = 0;
+        double bandwidth = 0;
+        if (!parse_number(std::string_view(key).substr(bw_key.size()), threads) ||
+            !parse_number(value.get<std::string>(), bandwidth))
+          continue;
         // Several binaries each measured at start-up: keep the best figure.
-        m.read_bandwidth[threads] = std::max(m.read_bandwidth[threads], std::stod(value.get<std::string>()));
+        m.read_bandwidth[threads] = std::max(m.read_bandwidth[threads], bandwidth);
       }
     }
   }

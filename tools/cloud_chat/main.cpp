@@ -19,7 +19,6 @@
 // Exit status: 0 the answer completed, 1 an error (the message says which, after the text
 // received before it, which stays on stdout), 2 a usage error.
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #include "hedge/cloud/client.hpp"
 #include "hedge/os/api_key.hpp"
 #include "hedge/os/http_transport.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -51,16 +51,7 @@ constexpr const char* usage_text =
     "  API key: $HEDGE_API_KEY, $OPENAI_API_KEY or the file named by $HEDGE_API_KEY_FILE\n"
     "exit status: 0 done, 1 a request error (the text received before it is kept), 2 a usage error\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hedge-cloud-chat: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-template <class T>
-bool parse(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
+constexpr hedge::tools::cli cli{"hedge-cloud-chat", usage_text};
 
 struct options {
   std::string url, prompt, system, model, ca_file, extra;
@@ -71,7 +62,7 @@ struct options {
 
 bool parse_ms(std::string_view s, std::chrono::milliseconds& out) {
   std::int64_t ms = 0;
-  if (!parse(s, ms) || ms < 0) return false;
+  if (!parse_number(s, ms) || ms < 0) return false;
   out = std::chrono::milliseconds(ms);
   return true;
 }
@@ -94,21 +85,19 @@ std::string parse_args(int argc, char** argv, options& o) {
     else if (a == "--extra") o.extra = value();
     else if (a == "-n") {
       std::int64_t n = 0;
-      if (!parse(value(), n) || n < 1) return "-n needs a positive integer";
+      if (!parse_number(value(), n) || n < 1) return "-n needs a positive integer";
       o.generation.max_tokens = n;
     } else if (a == "-t" || a == "-p") {
-      const std::string text(value());
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(v >= 0)) return std::string(a) + " needs a non-negative number";
+      double v = 0;
+      if (!parse_number(value(), v) || !(v >= 0)) return std::string(a) + " needs a non-negative number";
       (a == "-t" ? o.generation.temperature : o.generation.top_p) = v;
     } else if (a == "-s") {
       std::int64_t seed = 0;
-      if (!parse(value(), seed)) return "-s needs an integer";
+      if (!parse_number(value(), seed)) return "-s needs an integer";
       o.generation.seed = seed;
     } else if (a == "--logprobs") {
       std::int64_t n = 0;
-      if (!parse(value(), n) || n < 0 || n > 20) return "--logprobs needs an integer from 0 to 20";
+      if (!parse_number(value(), n) || n < 0 || n > 20) return "--logprobs needs an integer from 0 to 20";
       o.generation.top_logprobs = n;
     } else if (a == "--connect-timeout") {
       if (!parse_ms(value(), o.limits.connect)) return "--connect-timeout needs milliseconds";
@@ -145,19 +134,16 @@ void print_logprobs(const std::vector<std::string>& lines) {
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") {
-      std::fputs(usage_text, stdout);
-      return 0;
-    }
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return cli.help();
   }
   options o;
-  if (const auto message = parse_args(argc, argv, o); !message.empty()) return usage_error(message);
+  if (const auto message = parse_args(argc, argv, o); !message.empty()) return cli.usage_error(message);
   if (!o.has_prompt) o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 
   std::optional<os::api_key> key;
   if (o.use_key && os::api_key_configured()) {
     auto loaded = os::load_api_key();
-    if (!loaded) return std::fprintf(stderr, "hedge-cloud-chat: %s\n", loaded.error().c_str()), 1;
+    if (!loaded) return cli.fail(loaded.error());
     key = std::move(*loaded);
   }
 
@@ -218,9 +204,9 @@ int main(int argc, char** argv) {
                  static_cast<long long>(outcome.usage.prompt_tokens), static_cast<long long>(outcome.usage.completion_tokens));
   std::fprintf(stderr, "\n");
   if (!outcome.ok()) {
-    std::fprintf(stderr, "hedge-cloud-chat: %s (HTTP %d, after %zu tokens and %zu bytes of text)\n",
-                 printable(outcome.status.error().message()).c_str(), outcome.http_status, outcome.tokens, outcome.text_bytes);
-    return 1;
+    return cli.fail(printable(outcome.status.error().message()) + " (HTTP " + std::to_string(outcome.http_status) +
+                    ", after " + std::to_string(outcome.tokens) + " tokens and " + std::to_string(outcome.text_bytes) +
+                    " bytes of text)");
   }
   return 0;
 }

@@ -12,7 +12,6 @@
 // --ignore-eos. Defaults are run's: -n 256, -t 1.0, -p 0.9, a seed from the clock.
 // Exit status: 0 done (--help included), 1 a model, tokenizer or generation error (the
 // message says which file and why), 2 a usage error.
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +25,7 @@
 #include "hedge/model/sampler.hpp"
 #include "hedge/model/tokenizer.hpp"
 #include "hedge/os/thread_pool.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -46,21 +46,7 @@ constexpr const char* usage_text =
     "  --print-ids   after the text, a line 'ids: ...': every token after BOS, the prompt's included\n"
     "exit status: 0 done, 1 a model or generation error, 2 a usage error\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hedge-generate: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-int fail(const error& e) {
-  std::fprintf(stderr, "hedge-generate: %s\n", e.c_str());
-  return 1;
-}
-
-template <class T>
-bool parse(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
+constexpr tools::cli cli{"hedge-generate", usage_text};
 
 struct options {
   std::string model, tokenizer, prompt;
@@ -76,17 +62,17 @@ int generate(const options& o, os::loaded_model& m, Random random) {
   const auto& cfg = m.weights.config;
   const std::size_t context = std::min<std::size_t>(o.steps, cfg.context_length);
   auto runnable = os::make_llama(m, {.context = context, .max_threads = o.threads});
-  if (!runnable) return fail(runnable.error());
+  if (!runnable) return cli.fail(runnable.error());
   auto& model = runnable->model;
   auto gen = generator<llama<>>::make(model, m.tok);
-  if (!gen) return fail(gen.error());
+  if (!gen) return cli.fail(gen.error());
   auto prompt = m.tok.encode(o.prompt);
-  if (!prompt) return fail(prompt.error());
+  if (!prompt) return cli.fail(prompt.error());
   if (prompt->size() >= context)
-    return fail(error{errc::capacity_exceeded} << "the prompt's " << prompt->size() << " tokens leave no room in "
+    return cli.fail(error{errc::capacity_exceeded} << "the prompt's " << prompt->size() << " tokens leave no room in "
                                                << context << " steps");
   auto session = model.create_session();
-  if (!session) return fail(session.error());
+  if (!session) return cli.fail(session.error());
   sampler<Random> chooser{{.temperature = o.temperature, .top_p = o.top_p}, random};
   const auto& settings = m.tok.vocab().settings();
   const std::vector<token_id> stop_tokens{settings.bos, settings.eos};
@@ -110,7 +96,7 @@ int generate(const options& o, os::loaded_model& m, Random random) {
   const auto summary = o.threads == 1 ? gen->run(*session, *prompt, chooser, go, serial, print)
                                       : gen->run(*session, *prompt, chooser, go, pool, print);
   std::printf("\n");
-  if (!summary) return fail(summary.error());
+  if (!summary) return cli.fail(summary.error());
   if (summary->reason == stop_reason::stop_token && !ids.empty()) ids.pop_back();  // run does not print its BOS
   if (o.print_ids) {
     std::printf("ids:");
@@ -122,7 +108,7 @@ int generate(const options& o, os::loaded_model& m, Random random) {
                static_cast<double>(summary->prompt_tokens) / summary->prefill_seconds);
   std::fprintf(stderr, "decode: %zu tokens, %.1f tok/s\n", decoded,
                summary->decode_seconds > 0 ? static_cast<double>(decoded) / summary->decode_seconds : 0.0);
-  return std::ferror(stdout) ? fail(error{errc::io_error} << "cannot write the text to standard output") : 0;
+  return std::ferror(stdout) ? cli.fail(error{errc::io_error} << "cannot write the text to standard output") : 0;
 }
 
 }  // namespace
@@ -131,29 +117,28 @@ int main(int argc, char** argv) {
   options o;
   bool seeded = false;
   std::string rng = "splitmix";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
-    if (a == "--ignore-eos") { o.ignore_eos = true; continue; }
-    if (a == "--print-ids") { o.print_ids = true; continue; }
-    if (i + 1 >= argc) return usage_error(a.substr(0, 1) == "-" ? "option " + std::string(a) + " needs a value"
-                                                                  : "unexpected argument '" + std::string(a) + "'");
-    const std::string_view v = argv[++i];
+  const auto flag = [&](std::string_view a) {
+    if (a == "--ignore-eos") return o.ignore_eos = true;
+    if (a == "--print-ids") return o.print_ids = true;
+    return false;
+  };
+  const auto option = [&](std::string_view a, std::string_view v) {
     bool ok = true;
     if (a == "-m") o.model = v;
     else if (a == "-z") o.tokenizer = v;
     else if (a == "-i") o.prompt = v;
-    else if (a == "-n") ok = parse(v, o.steps) && o.steps >= 1;
-    else if (a == "-t") ok = parse(v, o.temperature) && o.temperature >= 0.0f && o.temperature <= 1e6f;
-    else if (a == "-p") ok = parse(v, o.top_p) && o.top_p >= 0.0f && o.top_p <= 1.0f;
-    else if (a == "-s") ok = parse(v, o.seed), seeded = true;
+    else if (a == "-n") ok = parse_number(v, o.steps) && o.steps >= 1;
+    else if (a == "-t") ok = parse_number(v, o.temperature) && o.temperature >= 0.0f && o.temperature <= 1e6f;
+    else if (a == "-p") ok = parse_number(v, o.top_p) && o.top_p >= 0.0f && o.top_p <= 1.0f;
+    else if (a == "-s") ok = parse_number(v, o.seed), seeded = true;
     else if (a == "--rng") ok = (rng = v) == "llama2c" || rng == "splitmix";
-    else if (a == "--threads") ok = parse(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
+    else if (a == "--threads") ok = parse_number(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
     else if (a == "--quantize") ok = (o.quantize = v) == "q8_0" || o.quantize == "q4_0";
-    else return usage_error("unknown option " + std::string(a));
-    if (!ok) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
-  }
-  if (o.model.empty()) return usage_error("no -m MODEL");
+    else return tools::cli::option::unknown;
+    return tools::cli::checked(ok);
+  };
+  if (const auto status = cli.parse_options(argc, argv, flag, option)) return *status;
+  if (o.model.empty()) return cli.usage_error("no -m MODEL");
   // run's rule: a seed of 0 (or none) comes from the clock.
   if (!seeded || o.seed == 0)
     o.seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
@@ -161,6 +146,6 @@ int main(int argc, char** argv) {
                         : o.quantize == "q4_0" ? model::load_quantization::q4_0
                                                : model::load_quantization::none;
   auto m = os::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = quantize});
-  if (!m) return fail(m.error());
+  if (!m) return cli.fail(m.error());
   return rng == "llama2c" ? generate(o, *m, llama2c_random{o.seed}) : generate(o, *m, seeded_random{o.seed});
 }

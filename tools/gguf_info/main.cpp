@@ -18,6 +18,7 @@
 #include "hedge/model/gguf.hpp"
 #include "hedge/model/gguf_llama.hpp"
 #include "hedge/os/mapped_file.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -27,6 +28,8 @@ constexpr const char* usage_text =
     "usage: hedge-gguf-info FILE\n"
     "prints a GGUF file's header, metadata and tensor table, or why it does not load\n"
     "exit status: 0 the file parses, 1 it cannot be read or parsed, 2 a usage error\n";
+
+constexpr hedge::tools::cli cli{"hedge-gguf-info", usage_text};
 
 /// Array elements printed before the count.
 constexpr std::uint64_t shown_elements = 8;
@@ -146,26 +149,14 @@ void print_llama(const gguf_file& file) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && (std::string_view{argv[1]} == "--help" || std::string_view{argv[1]} == "-h")) {
-    std::fputs(usage_text, stdout);
-    return 0;
-  }
-  if (argc != 2 || argv[1][0] == '\0' || (argv[1][0] == '-' && argv[1][1] != '\0')) {
-    std::fprintf(stderr, "hedge-gguf-info: %s\n%s",
-                 argc != 2 ? "expected one FILE" : (argv[1][0] == '\0' ? "empty FILE" : "unknown option"), usage_text);
-    return 2;
-  }
+  if (argc == 2 && (std::string_view{argv[1]} == "--help" || std::string_view{argv[1]} == "-h")) return cli.help();
+  if (argc != 2 || argv[1][0] == '\0' || (argv[1][0] == '-' && argv[1][1] != '\0'))
+    return cli.usage_error(argc != 2 ? "expected one FILE" : (argv[1][0] == '\0' ? "empty FILE" : "unknown option"));
   const std::string path = argv[1];
   const auto mapped = hedge::os::mapped_file::open(path);
-  if (!mapped) {
-    std::fprintf(stderr, "hedge-gguf-info: %s\n", mapped.error().c_str());
-    return 1;
-  }
+  if (!mapped) return cli.fail(mapped.error());
   const auto file = gguf_file::parse(mapped->bytes());
-  if (!file) {
-    std::fprintf(stderr, "hedge-gguf-info: %s does not load: %s\n", path.c_str(), file.error().c_str());
-    return 1;
-  }
+  if (!file) return cli.fail(path + " does not load: " + std::string(file.error().message()));
   std::printf("%s: GGUF version %u, %zu bytes, alignment %u, %llu metadata entries, %llu tensors, data at byte %llu\n",
               path.c_str(), file->version(), mapped->size(), file->alignment(),
               static_cast<unsigned long long>(file->metadata_count()),

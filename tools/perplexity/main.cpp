@@ -14,7 +14,6 @@
 // Exit status: 0 done (--help included), 1 a model, text or evaluation error (the message
 // says which file and why: a text shorter than 2 chunks, a reference of another vocabulary),
 // 2 a usage error.
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -24,6 +23,7 @@
 #include "hedge/model/perplexity.hpp"
 #include "hedge/os/model_file.hpp"
 #include "hedge/os/thread_pool.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -41,21 +41,7 @@ constexpr const char* usage_text =
     "  --threads N        threads (default 1)\n"
     "exit status: 0 done, 1 a model, text or evaluation error, 2 a usage error\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hedge-perplexity: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-int fail(const error& e) {
-  std::fprintf(stderr, "hedge-perplexity: %s\n", e.c_str());
-  return 1;
-}
-
-template <class T>
-bool parse(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
+constexpr tools::cli cli{"hedge-perplexity", usage_text};
 
 struct options {
   std::string model, text, reference;
@@ -92,31 +78,31 @@ void json_estimate(const char* name, estimate e) {
 template <Executor E>
 int evaluate(const options& o, E& executor) {
   auto m = load(o.model);
-  if (!m) return fail(m.error());
+  if (!m) return cli.fail(m.error());
   std::optional<os::loaded_model> reference_file;
   if (!o.reference.empty()) {
     auto r = load(o.reference);
-    if (!r) return fail(r.error());
+    if (!r) return cli.fail(r.error());
     if (auto same = check_same_vocabulary(m->tok.vocab(), r->tok.vocab()); !same)
-      return fail(error{same.error().code()} << o.reference << ": " << same.error().message());
+      return cli.fail(error{same.error().code()} << o.reference << ": " << same.error().message());
     reference_file.emplace(std::move(*r));
   }
   auto model = prepare(*m, o.model, o);
-  if (!model) return fail(model.error());
+  if (!model) return cli.fail(model.error());
   std::optional<os::runnable_llama> reference;
   if (reference_file) {
     auto r = prepare(*reference_file, o.reference, o);
-    if (!r) return fail(r.error());
+    if (!r) return cli.fail(r.error());
     reference.emplace(std::move(*r));
   }
   auto text = os::mapped_file::open(o.text);
-  if (!text) return fail(text.error());
+  if (!text) return cli.fail(text.error());
   std::string_view content(reinterpret_cast<const char*>(text->bytes().data()), text->bytes().size());
   if (!content.empty() && content.back() == '\n') content.remove_suffix(1);  // as llama.cpp's -f reads a file
   auto tokens = m->tok.encode(content);
-  if (!tokens) return fail(error{tokens.error().code()} << o.text << ": " << tokens.error().message());
+  if (!tokens) return cli.fail(error{tokens.error().code()} << o.text << ": " << tokens.error().message());
   auto chunks = perplexity_chunks::plan(tokens->size(), o.context, o.chunks);
-  if (!chunks) return fail(error{chunks.error().code()} << o.text << ": " << chunks.error().message());
+  if (!chunks) return cli.fail(error{chunks.error().code()} << o.text << ": " << chunks.error().message());
   const auto& settings = m->tok.vocab().settings();
   const token_id bos = settings.add_bos ? settings.bos : no_token;
   std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of %zu (the last %zu of each scored)\n", tokens->size(),
@@ -127,7 +113,7 @@ int evaluate(const options& o, E& executor) {
                                      std::fprintf(stderr, "[%zu]%.4f,", i + 1, s.perplexity().value);
                                    });
     std::fprintf(stderr, "\n");
-    if (!sums) return fail(sums.error());
+    if (!sums) return cli.fail(sums.error());
     const estimate ppl = sums->perplexity();
     std::fprintf(stderr, "Final estimate: PPL = %.4f +/- %.5f\n", ppl.value, ppl.uncertainty);
     std::printf("perplexity: %.4f +/- %.5f\n", ppl.value, ppl.uncertainty);
@@ -143,7 +129,7 @@ int evaluate(const options& o, E& executor) {
           std::fprintf(stderr, "chunk %zu: PPL %.4f, ln(PPL(Q)/PPL(base)) %.5f, KLD %.6f, same top p %.3f %%\n", i + 1,
                        k.perplexity.value, k.log_ratio.value, k.kl_divergence.value, 100.0 * k.same_top.value);
         });
-    if (!sums) return fail(sums.error());
+    if (!sums) return cli.fail(sums.error());
     const kl_divergence_summary k = sums->summary();
     std::fprintf(stderr, "Final estimate: PPL = %.4f +/- %.5f\n", k.perplexity.value, k.perplexity.uncertainty);
     std::printf("perplexity: %.4f +/- %.5f\n", k.perplexity.value, k.perplexity.uncertainty);
@@ -171,31 +157,27 @@ int evaluate(const options& o, E& executor) {
     json_estimate("same_top", k.same_top);
     std::printf("}\n");
   }
-  return std::ferror(stdout) ? fail(error{errc::io_error} << "cannot write the result to standard output") : 0;
+  return std::ferror(stdout) ? cli.fail(error{errc::io_error} << "cannot write the result to standard output") : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
-    if (i + 1 >= argc) return usage_error(a.substr(0, 1) == "-" ? "option " + std::string(a) + " needs a value"
-                                                                  : "unexpected argument '" + std::string(a) + "'");
-    const std::string_view v = argv[++i];
+  const auto option = [&](std::string_view a, std::string_view v) {
     bool ok = true;
     if (a == "-m") o.model = v;
     else if (a == "-f") o.text = v;
     else if (a == "--reference") o.reference = v;
-    else if (a == "--ctx") ok = parse(v, o.context) && o.context >= 4 && o.context <= (std::size_t{1} << 24);
-    else if (a == "--chunks") ok = parse(v, o.chunks) && o.chunks >= 1;
-    else if (a == "--threads") ok = parse(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
-    else return usage_error("unknown option " + std::string(a));
-    if (!ok) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
-  }
-  if (o.model.empty()) return usage_error("no -m MODEL");
-  if (o.text.empty()) return usage_error("no -f TEXT");
+    else if (a == "--ctx") ok = parse_number(v, o.context) && o.context >= 4 && o.context <= (std::size_t{1} << 24);
+    else if (a == "--chunks") ok = parse_number(v, o.chunks) && o.chunks >= 1;
+    else if (a == "--threads") ok = parse_number(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
+    else return tools::cli::option::unknown;
+    return tools::cli::checked(ok);
+  };
+  if (const auto status = cli.parse_options(argc, argv, tools::no_flags, option)) return *status;
+  if (o.model.empty()) return cli.usage_error("no -m MODEL");
+  if (o.text.empty()) return cli.usage_error("no -f TEXT");
   // One thread runs on the calling thread: no pool to wake at every matrix.
   if (o.threads == 1) {
     exec::serial serial;

@@ -17,6 +17,7 @@
 #include "hedge/model/gguf_writer.hpp"
 #include "hedge/os/csv_files.hpp"
 #include "hedge/os/mapped_file.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -28,15 +29,7 @@ constexpr const char* usage_text =
     "that are not whole 256-blocks fall back to Q5_0/Q5_1/Q8_0, and F16)\n"
     "exit status: 0 done, 1 an input or output error, 2 a usage error\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hedge-quantize: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-int fail(const hedge::error& e) {
-  std::fprintf(stderr, "hedge-quantize: %s\n", e.c_str());
-  return 1;
-}
+constexpr hedge::tools::cli cli{"hedge-quantize", usage_text};
 
 }  // namespace
 
@@ -44,25 +37,25 @@ int main(int argc, char** argv) {
   using namespace hedge;
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   for (const auto a : args)
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
-  if (args.size() != 3) return usage_error("expected IN.gguf OUT.gguf TYPE");
+    if (a == "--help" || a == "-h") return cli.help();
+  if (args.size() != 3) return cli.usage_error("expected IN.gguf OUT.gguf TYPE");
   const std::string in(args[0]), out(args[1]);
-  if (in.empty() || out.empty()) return usage_error("empty file name");
+  if (in.empty() || out.empty()) return cli.usage_error("empty file name");
   const auto mix = model::parse_quant_mix(args[2]);
-  if (!mix) return usage_error("unknown mix '" + std::string(args[2]) + "' (Q4_K_M, Q5_K_M, Q8_0 or Q4_0)");
+  if (!mix) return cli.usage_error("unknown mix '" + std::string(args[2]) + "' (Q4_K_M, Q5_K_M, Q8_0 or Q4_0)");
 
   auto mapped = os::mapped_file::open(in);
-  if (!mapped) return fail(mapped.error());
+  if (!mapped) return cli.fail(mapped.error());
   auto file = model::gguf_file::parse(mapped->bytes());
-  if (!file) return fail(error{file.error().code()} << in << ": " << file.error().message());
+  if (!file) return cli.fail(error{file.error().code()} << in << ": " << file.error().message());
   model::gguf_writer writer;
   model::quantized_storage storage;
   const auto converted = model::quantize_gguf(*file, *mix, writer, storage);
-  if (!converted) return fail(error{converted.error().code()} << in << ": " << converted.error().message());
+  if (!converted) return cli.fail(error{converted.error().code()} << in << ": " << converted.error().message());
   std::vector<std::byte> bytes;
-  if (auto w = writer.write(bytes); !w) return fail(error{w.error().code()} << out << ": " << w.error().message());
+  if (auto w = writer.write(bytes); !w) return cli.fail(error{w.error().code()} << out << ": " << w.error().message());
   if (auto w = os::write_text_file(out, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())); !w)
-    return fail(w.error());
+    return cli.fail(w.error());
   for (const auto& t : *converted)
     std::printf("%-28s %-5s -> %s\n", std::string(t.name).c_str(), std::string(model::type_traits(t.from).name).c_str(),
                 std::string(model::type_traits(t.to).name).c_str());

@@ -30,6 +30,7 @@
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/metrics.hpp"
 #include "hedge/route/training.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -41,15 +42,7 @@ constexpr const char* usage_text =
     "  LOG: CSV, header row, prompt in the first column; LABELLED: prompt, weak, strong\n"
     "exit status: 0 done, 1 an input failed or the target cannot be reached, 2 a usage error\n";
 
-int usage(const std::string& message) {
-  std::fprintf(stderr, "hedge-route-calibrate: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-int fail(const hedge::error& e) {
-  std::fprintf(stderr, "hedge-route-calibrate: %s\n", e.c_str());
-  return 1;
-}
+constexpr hedge::tools::cli cli{"hedge-route-calibrate", usage_text};
 
 }  // namespace
 
@@ -61,43 +54,43 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
+    if (a == "--help" || a == "-h") return cli.help();
     if (a.substr(0, 2) != "--") {
-      if (a.empty()) return usage("empty file name");
+      if (a.empty()) return cli.usage_error("empty file name");
       files.emplace_back(a);
       continue;
     }
     if (a != "--weights" && a != "--target-fraction" && a != "--target-quality")
-      return usage("unknown option " + std::string(a));
-    if (i + 1 == argc) return usage(std::string(a) + " needs a value");
+      return cli.usage_error("unknown option " + std::string(a));
+    if (i + 1 == argc) return cli.usage_error(std::string(a) + " needs a value");
     const std::string_view v = argv[++i];
     if (a == "--weights") {
-      if (v.empty()) return usage("--weights needs a path, not an empty string");
+      if (v.empty()) return cli.usage_error("--weights needs a path, not an empty string");
       weights = v;
       continue;
     }
-    if (has_target) return usage("give one of --target-fraction and --target-quality, once");
+    if (has_target) return cli.usage_error("give one of --target-fraction and --target-quality, once");
     // A value that does not parse whole as a finite number is an error, not 0 (as atof reads "abc").
-    if (!detail::parse_number(v, target) || target < 0.0 || target > 1.0)
-      return usage("bad " + std::string(a) + " '" + std::string(v) + "': expected a number in [0, 1]");
+    if (!hedge::parse_number(v, target) || target < 0.0 || target > 1.0)
+      return cli.usage_error("bad " + std::string(a) + " '" + std::string(v) + "': expected a number in [0, 1]");
     by_quality = a == "--target-quality";
     has_target = true;
   }
-  if (weights.empty() || files.empty()) return usage("needs --weights and at least one file");
-  if (!has_target) return usage("give one of --target-fraction and --target-quality");
+  if (weights.empty() || files.empty()) return cli.usage_error("needs --weights and at least one file");
+  if (!has_target) return cli.usage_error("give one of --target-fraction and --target-quality");
 
   auto model = std::make_unique<complexity_model<>>();
   auto text = hedge::os::read_text_file(weights);
-  if (!text) return fail(text.error());
+  if (!text) return cli.fail(text.error());
   if (auto parsed = parse_complexity_weights(*text, *model); !parsed)  // its message names the line, not the file
-    return std::fprintf(stderr, "hedge-route-calibrate: %s: %s\n", weights.c_str(), parsed.error().c_str()), 1;
+    return cli.fail(weights + ": " + std::string(parsed.error().message()));
 
   std::vector<double> scores;
   std::vector<scored_outcome> labelled;
   for (const auto& file : files) {
     if (by_quality) {
       auto rows = hedge::os::load_labelled_csv(file);
-      if (!rows) return fail(rows.error());
+      if (!rows) return cli.fail(rows.error());
       for (const auto& r : *rows) {
         const double s = model->logit(r.prompt);
         scores.push_back(s);
@@ -105,15 +98,15 @@ int main(int argc, char** argv) {
       }
     } else {
       auto prompts = hedge::os::load_prompt_log(file);
-      if (!prompts) return fail(prompts.error());
+      if (!prompts) return cli.fail(prompts.error());
       for (const auto& p : *prompts) scores.push_back(model->logit(p));
     }
   }
-  if (scores.empty()) return fail(hedge::error{hedge::errc::invalid_argument} << "no prompts in the given files");
+  if (scores.empty()) return cli.fail(hedge::error{hedge::errc::invalid_argument} << "no prompts in the given files");
 
   // The quantile rule reorders the scores; the cloud fraction below is a count, so any order does.
   auto threshold = by_quality ? threshold_for_quality(labelled, target) : threshold_for_cloud_fraction(scores, target);
-  if (!threshold) return fail(threshold.error());
+  if (!threshold) return cli.fail(threshold.error());
   const double t = *threshold;
   const double cloud = cloud_fraction_at(scores, t);
   const auto n = static_cast<double>(scores.size());
@@ -132,8 +125,9 @@ int main(int argc, char** argv) {
     std::printf("threshold_logit=%.9g cloud_fraction=%.4f prompts=%zu\n", t, cloud, scores.size());
   }
   // The threshold goes to standard output: a write that fails there (a full disk) fails the run.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
-    return std::fprintf(stderr, "hedge-route-calibrate: cannot write standard output: %s\n",
-                        std::strerror(errno != 0 ? errno : EIO)), 1;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const char* reason = std::strerror(errno != 0 ? errno : EIO);  // before an allocation can change errno
+    return cli.fail(std::string("cannot write standard output: ") + reason);
+  }
   return 0;
 }

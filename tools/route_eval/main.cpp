@@ -30,6 +30,7 @@
 
 #include "hedge/os/csv_files.hpp"
 #include "hedge/route/evaluation.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -52,15 +53,7 @@ constexpr const char* usage_text =
     "  --hash-seeds K         evaluate with feature hash seeds 0..K-1 (default 5)\n"
     "exit status: 0 done, 1 an input, evaluation or output failed, 2 a usage error\n";
 
-int usage(const std::string& message) {
-  std::fprintf(stderr, "hedge-route-eval: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-int fail(const hedge::error& e) {
-  std::fprintf(stderr, "hedge-route-eval: %s\n", e.c_str());
-  return 1;
-}
+constexpr hedge::tools::cli cli{"hedge-route-eval", usage_text};
 
 /// Appends printf-formatted text (the curve files are built whole, then written by
 /// os::write_text_file, which checks every step of the write).
@@ -162,14 +155,14 @@ int main(int argc, char** argv) {
   std::vector<std::string>* list = nullptr;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
+    if (a == "--help" || a == "-h") return cli.help();
     if (a == "--train" || a == "--test") {
       list = a == "--train" ? &train_files : &test_files;
       continue;
     }
     if (a.substr(0, 2) != "--") {
-      if (list == nullptr) return usage("unexpected argument '" + std::string(a) + "'");
-      if (a.empty()) return usage("empty file name after --train or --test");
+      if (list == nullptr) return cli.usage_error("unexpected argument '" + std::string(a) + "'");
+      if (a.empty()) return cli.usage_error("empty file name after --train or --test");
       list->emplace_back(a);
       continue;
     }
@@ -178,16 +171,16 @@ int main(int argc, char** argv) {
                                                   "--learning-rate", "--l2", "--calibration-folds", "--calibrate-on",
                                                   "--limit", "--label", "--hash-seeds", "--csv", "--svg"};
     if (std::find(std::begin(valued), std::end(valued), a) == std::end(valued))
-      return usage("unknown option " + std::string(a));
-    if (i + 1 == argc) return usage(std::string(a) + " needs a value");
+      return cli.usage_error("unknown option " + std::string(a));
+    if (i + 1 == argc) return cli.usage_error(std::string(a) + " needs a value");
     const std::string_view v = argv[++i];
     // A value that does not parse whole as a finite number is an error, not 0 (as atof reads "abc").
-    const auto number = [&](auto& out) { return detail::parse_number(v, out); };
+    const auto number = [&](auto& out) { return hedge::parse_number(v, out); };
     const auto bad = [&](const char* expected) {
-      return usage("bad " + std::string(a) + " '" + std::string(v) + "': expected " + expected);
+      return cli.usage_error("bad " + std::string(a) + " '" + std::string(v) + "': expected " + expected);
     };
     if (a == "--leave-domain-out" || a == "--csv" || a == "--svg") {
-      if (v.empty()) return usage(std::string(a) + " needs a path, not an empty string");
+      if (v.empty()) return cli.usage_error(std::string(a) + " needs a path, not an empty string");
       (a == "--leave-domain-out" ? dir : a == "--csv" ? csv_path : svg_path) = v;
     } else if (a == "--target-fraction") {
       if (!number(opt.target_cloud_fraction) || opt.target_cloud_fraction < 0.0 || opt.target_cloud_fraction > 1.0)
@@ -214,10 +207,11 @@ int main(int argc, char** argv) {
       if (!number(hash_seeds) || hash_seeds == 0) return bad("a whole number of at least 1");
     }
   }
-  if (dir.empty() && (train_files.empty() || test_files.empty())) return usage("give --train and --test, or --leave-domain-out");
+  if (dir.empty() && (train_files.empty() || test_files.empty()))
+    return cli.usage_error("give --train and --test, or --leave-domain-out");
   if (!dir.empty() && !(train_files.empty() && test_files.empty()))
-    return usage("give --leave-domain-out or --train and --test, not both");
-  if (csv_path == svg_path) return usage("--csv and --svg name the same file");
+    return cli.usage_error("give --leave-domain-out or --train and --test, not both");
+  if (csv_path == svg_path) return cli.usage_error("--csv and --svg name the same file");
   // The curve CSV must not land in the directory being evaluated: the next leave-domain-out
   // run would read it as a domain and fail on its columns (the default path is the current
   // directory, so running the tool inside a data directory did exactly that).
@@ -225,7 +219,7 @@ int main(int argc, char** argv) {
     std::error_code ec;
     const auto csv_dir = std::filesystem::absolute(csv_path, ec).parent_path();
     if (!ec && std::filesystem::equivalent(csv_dir, dir, ec))
-      return usage("--csv would write into the --leave-domain-out directory; give another path");
+      return cli.usage_error("--csv would write into the --leave-domain-out directory; give another path");
   }
 
   // Leave-domain-out: every domain in `train`.
@@ -233,19 +227,19 @@ int main(int argc, char** argv) {
   const auto load_all = [](const std::vector<std::string>& files, std::vector<labelled_domain>& out) -> bool {
     for (const auto& f : files) {
       auto d = load_domain(f);
-      if (!d) return fail(d.error()), false;
+      if (!d) return cli.fail(d.error()), false;
       out.push_back(std::move(*d));
     }
     return true;
   };
   if (!dir.empty()) {
     auto listed = hedge::os::csv_files_in(dir);
-    if (!listed) return fail(listed.error());
+    if (!listed) return cli.fail(listed.error());
     auto& files = *listed;
     if (limit != 0 && files.size() > limit) files.resize(limit);
     if (files.size() < 2)
-      return std::fprintf(stderr, "hedge-route-eval: %s holds %zu .csv file(s) to use; leave-domain-out needs at least 2\n",
-                          dir.c_str(), files.size()), 1;
+      return cli.fail(dir + " holds " + std::to_string(files.size()) +
+                      " .csv file(s) to use; leave-domain-out needs at least 2");
     if (!load_all(files, train)) return 1;
   } else if (!load_all(train_files, train) || !load_all(test_files, test)) {
     return 1;
@@ -261,13 +255,12 @@ int main(int argc, char** argv) {
   };
   // Every seed before any output: a failing seed leaves no partial report.
   const auto report = evaluate(0);
-  if (!report) return fail(report.error());
+  if (!report) return cli.fail(report.error());
   const auto& r = *report;
   std::vector<routing_metrics> per_seed{r.router};
   for (std::uint64_t seed = 1; seed < hash_seeds; ++seed) {
     const auto other = evaluate(seed);
-    if (!other) return std::fprintf(stderr, "hedge-route-eval: hash seed %llu: %s\n",
-                                    static_cast<unsigned long long>(seed), other.error().c_str()), 1;
+    if (!other) return cli.fail("hash seed " + std::to_string(seed) + ": " + std::string(other.error().message()));
     per_seed.push_back(other->router);
   }
 
@@ -286,9 +279,9 @@ int main(int argc, char** argv) {
               opt.target_cloud_fraction, r.held_out_cloud_fraction, abs_dev / static_cast<double>(r.blocks.size()));
   const auto c = curves(r);
   const auto wrote_csv = hedge::os::write_text_file(csv_path, curve_csv(c, r));
-  if (!wrote_csv) fail(wrote_csv.error());
+  if (!wrote_csv) cli.fail(wrote_csv.error());
   const auto wrote_svg = hedge::os::write_text_file(svg_path, curve_svg(c, r));
-  if (!wrote_svg) fail(wrote_svg.error());
+  if (!wrote_svg) cli.fail(wrote_svg.error());
   if (!wrote_csv || !wrote_svg) return 1;
   std::printf("wrote %s and %s (hash seed 0)\n", csv_path.c_str(), svg_path.c_str());
   std::printf("\nrouter per feature hash seed:\n");
@@ -306,8 +299,9 @@ int main(int argc, char** argv) {
   std::printf("APGR=%.4f CPT50=%.4f CPT80=%.4f random_APGR=%.4f n=%zu\n", apgr / k, cpt50 / k, cpt80 / k, r.random_apgr,
               r.router.n);
   // The report goes to standard output: a write that fails there (a full disk) fails the run too.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
-    return std::fprintf(stderr, "hedge-route-eval: cannot write standard output: %s\n",
-                        std::strerror(errno != 0 ? errno : EIO)), 1;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const char* reason = std::strerror(errno != 0 ? errno : EIO);  // before an allocation can change errno
+    return cli.fail(std::string("cannot write standard output: ") + reason);
+  }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "hedge/os/csv_files.hpp"
 #include "hedge/route/calibration.hpp"
 #include "hedge/route/evaluation.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -29,15 +30,7 @@ constexpr const char* usage_text =
     "  --label L            what the scorer predicts (default strong_better)\n"
     "  --hash-seed S        feature hash seed the weights are trained with (default 0)\n";
 
-int usage_error(std::string_view message) {
-  std::fprintf(stderr, "hedge-route-train: %.*s\n%s", static_cast<int>(message.size()), message.data(), usage_text);
-  return 2;
-}
-
-int fail(const hedge::error& e) {
-  std::fprintf(stderr, "hedge-route-train: %s\n", e.c_str());
-  return 1;
-}
+constexpr hedge::tools::cli cli{"hedge-route-train", usage_text};
 
 }  // namespace
 
@@ -50,43 +43,40 @@ int main(int argc, char** argv) {
   std::uint64_t hash_seed = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(usage_text, stdout);
-      return 0;
-    }
+    if (a == "--help" || a == "-h") return cli.help();
     if (a.substr(0, 2) != "--") {
       files.emplace_back(a);
       continue;
     }
     const bool known = a == "--out" || a == "--target-fraction" || a == "--epochs" || a == "--learning-rate" ||
                        a == "--l2" || a == "--hash-seed" || a == "--label";
-    if (!known) return usage_error("unknown option " + std::string(a));
-    if (i + 1 == argc) return usage_error("option " + std::string(a) + " needs a value");
+    if (!known) return cli.usage_error("unknown option " + std::string(a));
+    if (i + 1 == argc) return cli.usage_error("option " + std::string(a) + " needs a value");
     const std::string_view v = argv[++i];
     // A value that does not parse whole as a number is an error, not 0 (as std::atof reads "abc").
     bool parsed = true;
     if (a == "--out") out = v;
-    else if (a == "--target-fraction") parsed = detail::parse_number(v, opt.target_cloud_fraction) &&
+    else if (a == "--target-fraction") parsed = hedge::parse_number(v, opt.target_cloud_fraction) &&
                                                 opt.target_cloud_fraction >= 0.0 && opt.target_cloud_fraction <= 1.0;
-    else if (a == "--epochs") parsed = detail::parse_number(v, opt.fit.epochs);
-    else if (a == "--learning-rate") parsed = detail::parse_number(v, opt.fit.learning_rate);
-    else if (a == "--l2") parsed = detail::parse_number(v, opt.fit.l2);
-    else if (a == "--hash-seed") parsed = detail::parse_number(v, hash_seed);
+    else if (a == "--epochs") parsed = hedge::parse_number(v, opt.fit.epochs);
+    else if (a == "--learning-rate") parsed = hedge::parse_number(v, opt.fit.learning_rate);
+    else if (a == "--l2") parsed = hedge::parse_number(v, opt.fit.l2);
+    else if (a == "--hash-seed") parsed = hedge::parse_number(v, hash_seed);
     else if (v == "weak_wrong") opt.target = training_target::weak_wrong;
     else if (v == "strong_better") opt.target = training_target::strong_better;
     else parsed = false;
-    if (!parsed) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
+    if (!parsed) return cli.usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
   }
-  if (out.empty()) return usage_error("no --out file");
-  if (files.empty()) return usage_error("no input files");
+  if (out.empty()) return cli.usage_error("no --out file");
+  if (files.empty()) return cli.usage_error("no input files");
   // Before reading any file: a learning rate of 1e30 or 0 epochs is a usage error.
   if (auto checked = check_logistic_options(opt.fit); !checked)
-    return usage_error(std::string("bad fit parameters: ") + checked.error().c_str());
+    return cli.usage_error(std::string("bad fit parameters: ") + checked.error().c_str());
   std::vector<labelled_domain> domains;
   std::size_t rows = 0;
   for (const auto& f : files) {
     auto loaded = hedge::os::load_labelled_csv(f);
-    if (!loaded) return fail(loaded.error());
+    if (!loaded) return cli.fail(loaded.error());
     domains.push_back({f, std::move(*loaded), {}});
     compute_features<buckets>(domains.back(), hash_seed);
     rows += domains.back().rows.size();
@@ -95,15 +85,15 @@ int main(int argc, char** argv) {
   for (const auto& d : domains) train.push_back(&d);
   // A diverged fit (NaN or unbounded weights) is an error before anything is written.
   const auto model = detail::train_on<buckets>(train, opt);
-  if (!model) return fail(model.error());
+  if (!model) return cli.fail(model.error());
   auto scores = detail::calibration_scores<buckets>(train, **model, opt);
-  if (!scores) return fail(scores.error());
+  if (!scores) return cli.fail(scores.error());
   const auto threshold = threshold_for_cloud_fraction(*scores, opt.target_cloud_fraction);
-  if (!threshold) return fail(threshold.error());
+  if (!threshold) return cli.fail(threshold.error());
   char comment[160];
   std::snprintf(comment, sizeof comment, "trained on %zu rows from %zu files; logit threshold for cloud fraction %.3f: %.6f",
                 rows, files.size(), opt.target_cloud_fraction, *threshold);
-  if (auto w = hedge::os::write_complexity_weights(**model, out, comment); !w) return fail(w.error());
+  if (auto w = hedge::os::write_complexity_weights(**model, out, comment); !w) return cli.fail(w.error());
   std::printf("%s\nwrote %s\n", comment, out.c_str());
   // A threshold carried over from the training domains can miss the target by several
   // points on other traffic (docs/routing.md, "Calibration"): say how to redo it.

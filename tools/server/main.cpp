@@ -16,7 +16,6 @@
 // the process exits 0 within about a second.
 // Exit status: 0 stopped, 1 a model or socket error, 2 a usage error.
 #include <atomic>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -38,6 +37,7 @@
 #include "passthrough.hpp"
 #include "hedge/os/http_server.hpp"
 #include "scheduler.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -78,19 +78,10 @@ constexpr const char* usage_text =
     "prints 'listening on http://HOST:PORT' once it accepts connections\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 a model or socket error, 2 a usage error\n";
 
+constexpr tools::cli cli{"hedge-server", usage_text};
+
 /// The longest `model` a request may name: it is echoed in every streamed chunk.
 constexpr std::size_t max_model_name_bytes = 256;
-
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hedge-server: %s\n%s", message.c_str(), usage_text);
-  return 2;
-}
-
-template <class T>
-bool parse(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
 
 using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
@@ -665,7 +656,7 @@ class server_app {
   engine::delivery delivery_of(const parsed_request::hedge_controls& h) const {
     std::string_view d = h.delivery.empty() ? std::string_view(gateway_->options().delivery) : std::string_view(h.delivery);
     std::uint32_t hold = h.hold_tokens;
-    if (!d.empty() && d[0] >= '0' && d[0] <= '9' && parse(d, hold)) d = "buffer";
+    if (!d.empty() && d[0] >= '0' && d[0] <= '9' && parse_number(d, hold)) d = "buffer";
     return d == "verified" ? engine::delivery::verified()
            : d == "buffer" ? engine::delivery::buffer(hold)
                            : engine::delivery::immediate();
@@ -1038,8 +1029,9 @@ class server_app {
 /// "IN,OUT": prices per million input and output tokens.
 bool parse_prices(std::string_view v, engine::tier_prices& p) {
   const auto comma = v.find(',');
-  return comma != std::string_view::npos && parse(v.substr(0, comma), p.input_per_million) &&
-         parse(v.substr(comma + 1), p.output_per_million) && p.input_per_million >= 0 && p.output_per_million >= 0;
+  return comma != std::string_view::npos && parse_number(v.substr(0, comma), p.input_per_million) &&
+         parse_number(v.substr(comma + 1), p.output_per_million) && p.input_per_million >= 0 &&
+         p.output_per_million >= 0;
 }
 
 /// "AMOUNT" per hour, or "AMOUNT/hour", "AMOUNT/day".
@@ -1048,7 +1040,7 @@ bool parse_budget(std::string_view v, engine::budget_options& b) {
   const std::string_view period = slash == std::string_view::npos ? "hour" : v.substr(slash + 1);
   if (period != "hour" && period != "day") return false;
   b.period = std::chrono::seconds(period == "day" ? 86400 : 3600);
-  return parse(v.substr(0, slash), b.per_period) && b.per_period >= 0;
+  return parse_number(v.substr(0, slash), b.per_period) && b.per_period >= 0;
 }
 
 }  // namespace
@@ -1059,23 +1051,18 @@ int main(int argc, char** argv) {
   // The config file first: the flags override what it says, wherever --config stands.
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string_view(argv[i]) == "--config")
-      if (auto e = load_config(argv[i + 1], o)) return usage_error(*e);
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") return std::fputs(usage_text, stdout), 0;
-    if (i + 1 >= argc) return usage_error(a.substr(0, 1) == "-" ? "option " + std::string(a) + " needs a value"
-                                                                  : "unexpected argument '" + std::string(a) + "'");
-    const std::string_view v = argv[++i];
+      if (auto e = load_config(argv[i + 1], o)) return cli.usage_error(*e);
+  const auto option = [&](std::string_view a, std::string_view v) {
     bool ok = true;
-    if (a == "--config") continue;
+    if (a == "--config") return tools::cli::option::taken;
     if (a == "-m" || a == "--model") o.model = v;
     else if (a == "-z") o.tokenizer = v;
     else if (a == "--host") ok = !(o.host = v).empty();
-    else if (a == "--port") ok = parse(v, o.port) && o.port >= 0 && o.port <= 65535;
-    else if (a == "--threads" || a == "-t") ok = parse(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
-    else if (a == "--ctx-size" || a == "-c") ok = parse(v, o.context) && o.context >= 1;
-    else if (a == "--queue") ok = parse(v, o.queue) && o.queue <= 4096;
-    else if (a == "--parallel" || a == "-np") ok = parse(v, o.parallel) && o.parallel >= 1 && o.parallel <= 64;
+    else if (a == "--port") ok = parse_number(v, o.port) && o.port >= 0 && o.port <= 65535;
+    else if (a == "--threads" || a == "-t") ok = parse_number(v, o.threads) && o.threads >= 1 && o.threads <= 1024;
+    else if (a == "--ctx-size" || a == "-c") ok = parse_number(v, o.context) && o.context >= 1;
+    else if (a == "--queue") ok = parse_number(v, o.queue) && o.queue <= 4096;
+    else if (a == "--parallel" || a == "-np") ok = parse_number(v, o.parallel) && o.parallel >= 1 && o.parallel <= 64;
     else if (a == "--alias") ok = !(o.alias = v).empty();
     else if (a == "--chat-template") ok = (o.format = model::chat_format_named(v)).has_value();
     else if (a == "--cloud") {
@@ -1089,16 +1076,18 @@ int main(int argc, char** argv) {
     }
     else if (a == "--edge-price") ok = parse_prices(v, o.gateway.engine.edge_prices);
     else if (a == "--budget") ok = parse_budget(v, o.gateway.engine.budget);
-    else if (a == "--token-delay-ms") ok = parse(v, o.token_delay_ms) && o.token_delay_ms <= 10'000;
-    else if (a == "--round-trip-ms") ok = parse(v, o.round_trip_ms) && o.round_trip_ms <= 10'000;
-    else if (a == "--gateway-workers") ok = parse(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
-    else return usage_error("unknown option " + std::string(a));
-    if (!ok) return usage_error("bad value for " + std::string(a) + ": '" + std::string(v) + "'");
-  }
-  if (o.model.empty()) return usage_error("no -m MODEL");
+    else if (a == "--token-delay-ms") ok = parse_number(v, o.token_delay_ms) && o.token_delay_ms <= 10'000;
+    else if (a == "--round-trip-ms") ok = parse_number(v, o.round_trip_ms) && o.round_trip_ms <= 10'000;
+    else if (a == "--gateway-workers")
+      ok = parse_number(v, o.gateway.workers) && o.gateway.workers >= 1 && o.gateway.workers <= 256;
+    else return tools::cli::option::unknown;
+    return tools::cli::checked(ok);
+  };
+  if (const auto status = cli.parse_options(argc, argv, tools::no_flags, option)) return *status;
+  if (o.model.empty()) return cli.usage_error("no -m MODEL");
 
   auto m = os::load_model({.model = o.model, .tokenizer = o.tokenizer, .quantize = model::load_quantization::none});
-  if (!m) return std::fprintf(stderr, "hedge-server: %s\n", m.error().c_str()), 1;
+  if (!m) return cli.fail(m.error());
   const std::size_t trained = m->weights.config.context_length;
   // A context past the trained one is allowed, as llama.cpp's server allows it: RoPE goes on
   // to further positions, but the model never saw them, so text there may degrade.
@@ -1119,7 +1108,7 @@ int main(int argc, char** argv) {
 
   server::metrics metrics;
   auto e = scheduler::make(*m, format, context, o.threads, o.queue, metrics, o.parallel);
-  if (!e) return std::fprintf(stderr, "hedge-server: %s\n", e.error().c_str()), 1;
+  if (!e) return cli.fail(e.error());
   std::string name = o.alias;
   if (name.empty()) name = o.model.substr(o.model.find_last_of('/') + 1);
   (*e)->set_token_delay(std::chrono::milliseconds(o.token_delay_ms));
@@ -1132,7 +1121,7 @@ int main(int argc, char** argv) {
       auto k = !o.api_key_env.empty()  ? os::api_key_from_env(o.api_key_env.c_str())
                : !o.api_key_file.empty() ? os::api_key_from_file(o.api_key_file)
                                         : os::load_api_key();
-      if (!k) return std::fprintf(stderr, "hedge-server: %s\n", k.error().c_str()), 1;
+      if (!k) return cli.fail(k.error());
       key = std::move(*k);
       o.gateway.api_key = std::string(key->reveal());
     }
@@ -1153,7 +1142,7 @@ int main(int argc, char** argv) {
       http_options, [&app](os::http_request&& req, os::http_response res) { app.handle(std::move(req), std::move(res)); },
       [&app](int status, std::string_view target, std::string_view message) { return app.refusal(status, target, message); },
       "application/json");
-  if (!http) return std::fprintf(stderr, "hedge-server: %s\n", http.error().c_str()), 1;
+  if (!http) return cli.fail(http.error());
   std::fprintf(stderr, "hedge-server: %s, context %zu, chat template %s, %zu thread(s), %zu slot(s), queue %zu\n",
                o.model.c_str(), context, std::string(model::to_string(format)).c_str(), o.threads, o.parallel, o.queue);
   const bool ipv6 = o.host.find(':') != std::string::npos;
@@ -1176,6 +1165,6 @@ int main(int argc, char** argv) {
   // Stopped by something other than a signal (a failed epoll_wait): end the stopper.
   if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
-  if (!signalled && !served) return std::fprintf(stderr, "hedge-server: %s\n", served.error().c_str()), 1;
+  if (!signalled && !served) return cli.fail(served.error());
   return 0;
 }

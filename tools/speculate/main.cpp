@@ -16,7 +16,6 @@
 // the whole context every round: its input tokens grow with the rounds).
 // Exit status: 0 measured, 1 an error, 2 a usage error.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -33,6 +32,7 @@
 #include "hedge/os/http_transport.hpp"
 #include "hedge/os/model_file.hpp"
 #include "hedge/os/steady_clock.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -48,6 +48,8 @@ constexpr const char* usage_text =
     "  --draft-delay-ms MS wait MS per drafted token (an edge slower than this machine)\n"
     "  --cloud-price IN,OUT  the endpoint's prices per million input and output tokens (default 0.15,0.60)\n"
     "exit status: 0 measured, 1 an error, 2 a usage error\n";
+
+constexpr tools::cli cli{"hedge-speculate", usage_text};
 
 using client_type = cloud::cloud_client<os::curl_transport, std::chrono::steady_clock, cloud::client_buffers{.tokens = 1100}>;
 using edge_type = engine::edge_tier<model::llama<>, exec::serial>;
@@ -80,17 +82,6 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-template <class T>
-bool parse(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "hedge-speculate: %s\n", message.c_str());
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,53 +91,54 @@ int main(int argc, char** argv) {
   double price_in = 0.15, price_out = 0.60;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "-h" || a == "--help") return std::fputs(usage_text, stdout), 0;
-    if (i + 1 >= argc) return std::fprintf(stderr, "hedge-speculate: %s needs a value\n%s", argv[i], usage_text), 2;
+    if (a == "-h" || a == "--help") return cli.help();
+    if (i + 1 >= argc) return cli.usage_error(std::string(a) + " needs a value");
     const std::string_view v = argv[++i];
     bool ok = true;
     if (a == "-m") model_path = v;
     else if (a == "--url") url = v;
     else if (a == "-i") prompt = v;
-    else if (a == "-n") ok = parse(v, tokens) && tokens > 0 && tokens <= 1000;
-    else if (a == "--runs") ok = parse(v, runs) && runs > 0 && runs <= 100;
-    else if (a == "--k-max") ok = parse(v, k_max) && k_max > 0 && k_max <= 32;
-    else if (a == "--draft-delay-ms") ok = parse(v, draft_delay_ms) && draft_delay_ms <= 10'000;
+    else if (a == "-n") ok = parse_number(v, tokens) && tokens > 0 && tokens <= 1000;
+    else if (a == "--runs") ok = parse_number(v, runs) && runs > 0 && runs <= 100;
+    else if (a == "--k-max") ok = parse_number(v, k_max) && k_max > 0 && k_max <= 32;
+    else if (a == "--draft-delay-ms") ok = parse_number(v, draft_delay_ms) && draft_delay_ms <= 10'000;
     else if (a == "--quantize") quantize = v, ok = v == "q4_0" || v == "q8_0";
     else if (a == "--label") label = v;
     else if (a == "--cloud-price") {
       const auto comma = v.find(',');
-      ok = comma != std::string_view::npos && parse(v.substr(0, comma), price_in) && parse(v.substr(comma + 1), price_out);
+      ok = comma != std::string_view::npos && parse_number(v.substr(0, comma), price_in) &&
+           parse_number(v.substr(comma + 1), price_out);
     } else ok = false;
-    if (!ok) return std::fprintf(stderr, "hedge-speculate: bad argument %s %s\n%s", argv[i - 1], argv[i], usage_text), 2;
+    if (!ok) return cli.usage_error("bad argument " + std::string(a) + " " + std::string(v));
   }
-  if (model_path.empty() || url.empty()) return std::fprintf(stderr, "hedge-speculate: -m and --url are required\n%s", usage_text), 2;
+  if (model_path.empty() || url.empty()) return cli.usage_error("-m and --url are required");
 
   auto loaded = os::load_model({.model = model_path, .tokenizer = {},
                                 .quantize = quantize == "q4_0"   ? model::load_quantization::q4_0
                                             : quantize == "q8_0" ? model::load_quantization::q8_0
                                                                  : model::load_quantization::none});
-  if (!loaded) return fail(std::string(loaded.error().message()));
+  if (!loaded) return cli.fail(loaded.error());
   auto runnable = os::make_llama(*loaded, {.max_sessions = 1, .context = 1024, .max_threads = 1});
-  if (!runnable) return fail(std::string(runnable.error().message()));
+  if (!runnable) return cli.fail(runnable.error());
   exec::serial serial;
   auto render = [](std::span<const cloud::chat_message>, std::vector<model::token_id>&) -> result<void> {
     return error{errc::unsupported} << "raw prompts only";
   };
   auto edge = edge_type::make(runnable->model, loaded->tok, serial, render);
-  if (!edge) return fail(std::string(edge.error().message()));
+  if (!edge) return cli.fail(edge.error());
   engine::edge_call call;
   call.prompt = prompt;
   auto ids = edge->prompt_ids(call);
-  if (!ids) return fail(std::string(ids.error().message()));
+  if (!ids) return cli.fail(ids.error());
   const std::vector<std::int32_t> prompt_ids(ids->begin(), ids->end());
-  if (prompt_ids.size() + tokens + 16 > 1024) return fail("the prompt and -n tokens exceed the 1024-token context");
+  if (prompt_ids.size() + tokens + 16 > 1024) return cli.fail("the prompt and -n tokens exceed the 1024-token context");
 
   os::curl_transport transport(url);
   cloud::endpoint endpoint;
   auto client = std::make_unique<client_type>(transport, endpoint);
   engine::cloud_scorer<client_type> scorer(*client, 1024);
   auto decoder = engine::speculative_decoder<os::steady_clock>::make(edge->vocab_size(), k_max, 1024, {});
-  if (!decoder) return fail(std::string(decoder.error().message()));
+  if (!decoder) return cli.fail(decoder.error());
 
   std::vector<char> request(64 * 1024);
   std::vector<double> cloud_ms, speculative_ms;
@@ -162,14 +154,14 @@ int main(int argc, char** argv) {
     w.key("ignore_eos").boolean(true).key("logprobs").integer(1).key("return_tokens_as_token_ids").boolean(true);
     w.key("stream").boolean(true).end_object();
     auto body = w.finish();
-    if (!body) return fail(std::string(body.error().message()));
+    if (!body) return cli.fail(body.error());
     cloud_ids.clear();
     auto start = std::chrono::steady_clock::now();
     const auto outcome = client->send_stream("/completions", *body, [&](const cloud::choice_delta& d) {
       for (const auto& t : d.tokens) cloud_ids.push_back(engine::token_id_of(t.token));
       return true;
     });
-    if (!outcome.ok()) return fail("cloud-only call: " + std::string(outcome.status.error().message()));
+    if (!outcome.ok()) return cli.fail("cloud-only call: " + std::string(outcome.status.error().message()));
     cloud_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
     // Speculative: the edge drafts, the endpoint scores.
@@ -182,7 +174,7 @@ int main(int argc, char** argv) {
                                   speculative_ids.push_back(t.id);
                                   return true;
                                 });
-    if (!summary) return fail("speculative run: " + std::string(summary.error().message()));
+    if (!summary) return cli.fail("speculative run: " + std::string(summary.error().message()));
     speculative_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     stats = summary->stats;
     sent = counting.sent;

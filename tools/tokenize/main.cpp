@@ -17,6 +17,7 @@
 #include "hedge/model/llama2c_tokenizer.hpp"
 #include "hedge/model/tokenizer.hpp"
 #include "hedge/os/mapped_file.hpp"
+#include "../common/cli.hpp"
 
 namespace {
 
@@ -28,10 +29,7 @@ constexpr const char* usage_text =
     "one unless --no-bos. Special-token text such as \"<s>\" is plain text unless\n"
     "--special; --pieces also prints each id's piece, one per line.\n";
 
-int usage_error(const char* message) {
-  std::fprintf(stderr, "hedge-tokenize: %s\n%s", message, usage_text);
-  return 2;
-}
+constexpr hedge::tools::cli cli{"hedge-tokenize", usage_text};
 
 /// The piece with bytes outside printable ASCII as \xHH, so every line stays one line.
 std::string printable(std::string_view piece) {
@@ -60,12 +58,9 @@ int main(int argc, char** argv) {
   bool bos = true, pieces = false, special = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(usage_text, stdout);
-      return 0;
-    }
+    if (arg == "--help" || arg == "-h") return cli.help();
     if (arg == "-m" || arg == "-z") {
-      if (i + 1 == argc) return usage_error("-m and -z take a file");
+      if (i + 1 == argc) return cli.usage_error("-m and -z take a file");
       (arg == "-m" ? gguf_path : bin_path) = argv[++i];
     } else if (arg == "--no-bos") {
       bos = false;
@@ -74,43 +69,32 @@ int main(int argc, char** argv) {
     } else if (arg == "--pieces") {
       pieces = true;
     } else if (arg.size() > 1 && arg[0] == '-' && text == nullptr && arg != "--") {
-      return usage_error((std::string("unknown option ") + argv[i]).c_str());
+      return cli.usage_error("unknown option " + std::string(arg));
     } else {
       if (arg == "--" && i + 1 < argc) ++i;
-      if (text != nullptr) return usage_error("give the text as one argument (quote it)");
+      if (text != nullptr) return cli.usage_error("give the text as one argument (quote it)");
       text = argv[i];
     }
   }
-  if ((gguf_path == nullptr) == (bin_path == nullptr)) return usage_error("give exactly one of -m MODEL.gguf and -z tokenizer.bin");
-  if (text == nullptr) return usage_error("no text given");
+  if ((gguf_path == nullptr) == (bin_path == nullptr))
+    return cli.usage_error("give exactly one of -m MODEL.gguf and -z tokenizer.bin");
+  if (text == nullptr) return cli.usage_error("no text given");
 
   const char* path = gguf_path != nullptr ? gguf_path : bin_path;
   auto file = hedge::os::mapped_file::open(path);
-  if (!file) {
-    std::fprintf(stderr, "hedge-tokenize: %s\n", file.error().c_str());
-    return 1;
-  }
+  if (!file) return cli.fail(file.error());
   hedge::result<hedge::model::vocabulary> vocab = hedge::error{hedge::errc::invalid_argument};
   if (gguf_path != nullptr) {
     auto gguf = hedge::model::gguf_file::parse(file->bytes());
-    if (!gguf) {
-      std::fprintf(stderr, "hedge-tokenize: %s: %s\n", path, gguf.error().c_str());
-      return 1;
-    }
+    if (!gguf) return cli.fail(std::string(path) + ": " + std::string(gguf.error().message()));
     vocab = hedge::model::read_gguf_vocabulary(*gguf);
   } else {
     vocab = hedge::model::read_llama2c_tokenizer(file->bytes());
   }
-  if (!vocab) {
-    std::fprintf(stderr, "hedge-tokenize: %s: %s\n", path, vocab.error().c_str());
-    return 1;
-  }
+  if (!vocab) return cli.fail(std::string(path) + ": " + std::string(vocab.error().message()));
   const hedge::model::tokenizer tokenizer{std::move(*vocab)};
   auto ids = tokenizer.encode(text, hedge::model::encode_options{.add_special = bos, .parse_special = special});
-  if (!ids) {
-    std::fprintf(stderr, "hedge-tokenize: %s\n", ids.error().c_str());
-    return 1;
-  }
+  if (!ids) return cli.fail(ids.error());
   if (pieces) {
     for (auto id : *ids) std::printf("%6d '%s'\n", id, printable(tokenizer.vocab()[id].piece).c_str());
   }

@@ -9,6 +9,9 @@
 //   HEDGE_TARGET_AVX2, HEDGE_TARGET_AVX512, HEDGE_TARGET_AVX512VNNI, HEDGE_TARGET_DOTPROD:
 //                      the function attribute of the arch tags avx2, avx512bw, avx512vnni
 //                      and neon_dotprod
+//   HEDGE_BEGIN_TARGET(HEDGE_FEATURES_AVX2) ... HEDGE_END_TARGET: every function defined
+//                      between them (templates and lambdas included) gets that target, for
+//                      code written once over a vector width (kernels/detail/for_each_width.inc)
 //
 // HEDGE_NO_SIMD (CMake option of the same name) compiles the scalar path only: a
 // firmware build, or a binary for a CPU whose features cannot be trusted.
@@ -36,9 +39,11 @@
 
 #if HEDGE_SIMD_X86
 // Haswell / Zen: AVX2 with FMA and F16C (every AVX2 CPU has both).
-#define HEDGE_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define HEDGE_FEATURES_AVX2 "avx2,fma,f16c"
+#define HEDGE_TARGET_AVX2 __attribute__((target(HEDGE_FEATURES_AVX2)))
 // Skylake-SP / Zen 4: AVX-512 F, BW, VL and DQ on top of AVX2.
-#define HEDGE_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define HEDGE_FEATURES_AVX512 "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"
+#define HEDGE_TARGET_AVX512 __attribute__((target(HEDGE_FEATURES_AVX512)))
 // Cascade Lake / Zen 4: AVX-512 with VNNI (vpdpbusd, the int8 dot product).
 #define HEDGE_TARGET_AVX512VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
@@ -52,4 +57,14 @@
 #else
 #define HEDGE_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
+#endif
+
+#define HEDGE_PRAGMA(text) _Pragma(#text)
+#if defined(__clang__)
+#define HEDGE_BEGIN_TARGET(features) \
+  HEDGE_PRAGMA(clang attribute push(__attribute__((target(features))), apply_to = function))
+#define HEDGE_END_TARGET HEDGE_PRAGMA(clang attribute pop)
+#elif defined(__GNUC__)
+#define HEDGE_BEGIN_TARGET(features) HEDGE_PRAGMA(GCC push_options) HEDGE_PRAGMA(GCC target(features))
+#define HEDGE_END_TARGET HEDGE_PRAGMA(GCC pop_options)
 #endif

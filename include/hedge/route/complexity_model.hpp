@@ -42,7 +42,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +54,7 @@
 #include "hedge/compiler/intrinsics.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/core/dispatch.hpp"
+#include "hedge/core/parse_number.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/route/complexity_features.hpp"
 
@@ -241,14 +241,6 @@ constexpr std::string_view next_field(std::string_view& line) noexcept {
   line.remove_prefix(e);
   return field;
 }
-template <class T>
-bool parse_number(std::string_view s, T& out) noexcept {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  if (ec != std::errc{} || end != s.data() + s.size()) return false;
-  if constexpr (std::is_floating_point_v<T>) return std::isfinite(out);
-  return true;
-}
 }  // namespace detail
 
 /// Reads a weights file (format above) into `model`, replacing its weights. On error the
@@ -281,53 +273,53 @@ result<void> parse_complexity_weights(std::string_view text, complexity_model<Bu
     if (!seen_magic) {
       std::uint32_t version = 0;
       if (key != "hedge-complexity") return bad("expected 'hedge-complexity <version>' first");
-      if (!detail::parse_number(detail::next_field(line), version)) return bad("bad version");
+      if (!parse_number(detail::next_field(line), version)) return bad("bad version");
       if (version != complexity_weights_version)
         return error{errc::unsupported} << "complexity weights version " << version << " (this build reads "
                                         << complexity_weights_version << ")";
       seen_magic = true;
     } else if (key == "end") {
       std::uint64_t count = 0;
-      if (!detail::parse_number(detail::next_field(line), count)) return bad("bad record count");
+      if (!parse_number(detail::next_field(line), count)) return bad("bad record count");
       if (count != records)
         return error{errc::parse_error} << "complexity weights line " << line_no << ": 'end " << count
                                         << "' but " << records << " records precede it (lines lost or added)";
       seen_end = true;
     } else if (key == "buckets") {
       std::uint64_t n = 0;
-      if (!detail::parse_number(detail::next_field(line), n)) return bad("bad bucket count");
+      if (!parse_number(detail::next_field(line), n)) return bad("bad bucket count");
       if (n != Buckets)
         return error{errc::shape_mismatch} << "complexity weights line " << line_no << ": file has " << n
                                            << " buckets, model has " << static_cast<std::uint64_t>(Buckets);
       seen_buckets = true;
     } else if (key == "hash_seed") {
-      if (!detail::parse_number(detail::next_field(line), model.hash_seed)) return bad("bad hash seed");
+      if (!parse_number(detail::next_field(line), model.hash_seed)) return bad("bad hash seed");
     } else if (key == "bias") {
-      if (!detail::parse_number(detail::next_field(line), model.bias)) return bad("bad bias value");
+      if (!parse_number(detail::next_field(line), model.bias)) return bad("bad bias value");
       term_line[0] = line_no;
     } else if (key == "dense") {
       const auto name = detail::next_field(line);
       std::size_t k = 0;
       while (k < dense_feature_count && dense_feature_names[k] != name) ++k;
       if (k == dense_feature_count) return bad("unknown dense feature");
-      if (!detail::parse_number(detail::next_field(line), model.dense[k])) return bad("bad dense value");
+      if (!parse_number(detail::next_field(line), model.dense[k])) return bad("bad dense value");
       term_line[1 + k] = line_no;
     } else if (key == "scale") {
       const auto name = detail::next_field(line);
       if (name != "words" && name != "chars") return bad("unknown hashed group");
       float step = 0.0f;
-      if (!detail::parse_number(detail::next_field(line), step) || !(step > 0.0f)) return bad("bad scale value");
+      if (!parse_number(detail::next_field(line), step) || !(step > 0.0f)) return bad("bad scale value");
       const auto g = static_cast<std::size_t>(name == "words" ? hashed_group::words : hashed_group::chars);
       model.scale[g] = step;
       term_line[1 + dense_feature_count + g] = line_no;
     } else if (key == "words" || key == "chars") {
       if (!seen_buckets) return bad("'buckets' must precede hashed weights");
       std::uint64_t bucket = 0;
-      if (!detail::parse_number(detail::next_field(line), bucket)) return bad("bad bucket index");
+      if (!parse_number(detail::next_field(line), bucket)) return bad("bad bucket index");
       if (bucket >= Buckets) return bad("bucket index out of range");
       const auto g = static_cast<std::size_t>(key == "words" ? hashed_group::words : hashed_group::chars);
       std::int32_t value = 0;
-      if (!detail::parse_number(detail::next_field(line), value) || value < -model_type::max_hashed_weight ||
+      if (!parse_number(detail::next_field(line), value) || value < -model_type::max_hashed_weight ||
           value > model_type::max_hashed_weight)
         return bad("bad weight value");
       model.hashed[g][bucket] = static_cast<typename model_type::hashed_weight>(value);

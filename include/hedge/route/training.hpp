@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "hedge/core/parse_number.hpp"
 #include "hedge/core/result.hpp"
 #include "hedge/model/random.hpp"
 #include "hedge/route/complexity_model.hpp"
