@@ -52,6 +52,7 @@
 #include "hedge/kv/element.hpp"
 #include "hedge/quant/q8_0.hpp"
 
+
 namespace hedge::attention::avx512 {
 
 /// How the AVX-512 kernel reads one element format:
@@ -278,6 +279,17 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void accumulate_position(__m512 (&a)
   }
 }
 
+/// Prefetches one position's stored K and V vectors (`bytes` each) into L2.
+template <class Unit>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void prefetch_to_l2(const Unit* k, const Unit* v, std::size_t bytes) noexcept {
+  const char* a = reinterpret_cast<const char*>(k);
+  const char* b = reinterpret_cast<const char*>(v);
+  for (std::size_t offset = 0; offset < bytes; offset += 64) {
+    _mm_prefetch(a + offset, _MM_HINT_T1);
+    _mm_prefetch(b + offset, _MM_HINT_T1);
+  }
+}
+
 /// acc[n][c .. c + 16 Lanes) += sum_i weight(i, n) value_i[c ..]: the tile's values
 /// stream once through the registers; each chunk is converted once for all heads.
 template <int N, int Lanes, class Elem>
@@ -333,6 +345,13 @@ HEDGE_TARGET_AVX512VNNI void group_partial(const kv::kv_sequence_view<Elem>& kv,
       if (const std::size_t j = i + ahead; j < known) {  // as the AVX2 kernel (decode_avx2.hpp)
         const std::size_t j1 = std::min(j + 1, known - 1);
         avx2::prefetch_lines(key(j), value(j), key(j1), value(j1), vector_bytes);
+      }
+      // And the next tile into L2, a whole tile ahead, so DRAM stays busy while this
+      // tile's softmax and values run (the L1 prefetch alone leaves it idle then:
+      // f16, ctx 4096, 1 thread, 10.4 -> 16.7 GB/s).
+      if (i < next.count) {
+        prefetch_to_l2(next.keys[i], next.values[i], vector_bytes);
+        if (i + 1 < next.count) prefetch_to_l2(next.keys[i + 1], next.values[i + 1], vector_bytes);
       }
       const typename Elem::unit* k0 = current.keys[i];
       const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
