@@ -219,7 +219,10 @@ HEDGE_TARGET_AVX512VNNI inline __m256 dot2_blocks(const group_queries& q, const 
   for (int n = 0; n < 8; ++n) acc[n] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
     const __m512i x = R::key_pair(k0, k1, b);
-    const __m512 dk = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(R::scale(k0, b)), _mm512_set1_ps(R::scale(k1, b)));
+    // The two keys' fp16 scales, converted together and spread over the two halves.
+    const __m128i both = _mm_insert_epi16(_mm_cvtsi32_si128(k0[b].d.bits), k1[b].d.bits, 1);
+    const __m512 dk = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                            _mm512_castps128_ps512(_mm_cvtph_ps(both)));
     for (int n = 0; n < N; ++n) {
       const __m512i qn = _mm512_load_si512(q.q[n][b]);
       const __m512i start = _mm512_load_si512(q.start[n][b]);
