@@ -377,7 +377,8 @@ HEDGE_TARGET_AVX512VNNI void group_partial(const kv::kv_sequence_view<Elem>& kv,
     } else {
       by_block[0] = weights;
     }
-    const auto weights_at = [&](std::size_t c) { return by_block + (blocks ? c / R::scale_block : 0); };
+    constexpr std::size_t block_values = blocks ? R::scale_block : attention_max_head_dim;
+    const auto weights_at = [&](std::size_t c) { return by_block + c / block_values; };
     std::size_t c = 0;
     for (; c + 16 * lanes <= width; c += 16 * lanes)
       accumulate_values<N, lanes, Elem>(acc, current.values, count, weights_at(c), c);
