@@ -1,5 +1,5 @@
 // Decode attention: 32 query heads over 8 KV heads (GQA group 4), head_dim 128,
-// context 512 / 4096 / 16384, f16, q8_0 and q4_0 KV, 1 and all threads.
+// context 512 / 4096 / 16384, f32, f16, bf16, q8_0 and q4_0 KV, 1 and all threads.
 //
 //   attention_decode/<elem>/<arch>[_paged<p>]/ctx<n>_q32_kv8_d128/cold/threads:<t>
 //
@@ -146,7 +146,9 @@ void register_element() {
 }
 
 const bool registered = [] {
+  register_element<kv::kv_f32>();
   register_element<kv::kv_f16>();
+  register_element<kv::kv_bf16>();
   register_element<kv::kv_q8_0>();
   register_element<kv::kv_q4_0>();
   return true;

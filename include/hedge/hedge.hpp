@@ -5,6 +5,7 @@
 
 #include "hedge/attention/decode.hpp"
 #include "hedge/attention/decode_avx2.hpp"
+#include "hedge/attention/decode_avx512.hpp"
 #include "hedge/attention/decode_neon.hpp"
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/decode_tile.hpp"

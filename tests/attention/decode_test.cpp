@@ -1,6 +1,6 @@
 // Decode attention against a float64 materialised-softmax reference: every
 // element format, contiguous and paged (non-contiguous pages) storage, head_dim
-// 64/80/128, GQA groups 1/4/8, contexts 1..8192, after truncate and fork, with
+// 40/64/80/96/128/256, GQA groups 1/2/3/4/6/8, contexts 1..8192, 1 to 3 threads, after truncate and fork, with
 // soft-cap, ALiBi and a sliding window; split invariance; no heap on the decode path.
 //
 // Tolerance: error relative to max |output| <= 2e-5 for every element format (K/V
@@ -10,8 +10,8 @@
 // weighted values, which grows like sqrt(context) x 6e-8; measured maxima are
 // below 3e-6.
 //
-// The AVX2 and NEON kernels round the query to Q8_0 for q8_0/q4_0 keys (integer
-// q.k, as llama.cpp does): they are held to the same 2e-5 against the reference on the
+// The AVX2, AVX-512 and NEON kernels round the query to Q8_0 for q8_0/q4_0 keys (integer
+// q.k, as llama.cpp's vec_dot for quantized K does): they are held to the same 2e-5 against the reference on the
 // rounded query, and against the reference on the original query to the bound
 // the rounding implies (query_rounding_bound: (e^(2E) - 1) max|v| / max|out|, E
 // the largest logit change), measured at 2e-3..5e-3 of max |output| here.
@@ -42,10 +42,10 @@ TYPED_TEST_SUITE(DecodeAttention, hedge::test::kv_elements);
 
 // Runs decode with every arch variant this build compiles and this CPU supports (arch::compiled)
 // and checks each against the reference.
-template <class Elem>
+template <class Elem, hedge::Executor E = hedge::exec::serial>
 void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t layer,
                              const std::vector<float>& q, const attention::attention_params& p, std::size_t splits,
-                             const char* what) {
+                             const char* what, E&& executor = E{}) {
   const auto want = hedge::test::reference_attention(view, layer, q, p, view.begin(), view.end(), view.end() - 1);
   // What the SIMD kernels compute for block-quantized keys: attention of the Q8_0-rounded query.
   constexpr bool rounds_query = std::is_same_v<Elem, kv::kv_q8_0> || std::is_same_v<Elem, kv::kv_q4_0>;
@@ -56,12 +56,13 @@ void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t
   const double rounding_bound =
       rounds_query ? hedge::test::query_rounding_bound(view, layer, q, rounded, p, want) : 0.0;
   std::vector<float> out(q.size());
-  std::vector<float> workspace(attention::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), splits));
-  hedge::exec::serial serial;
+  const std::size_t most_splits = splits != 0 ? splits : 64;  // 0: decode_splits chooses, at most 64 here
+  std::vector<float> workspace(
+      attention::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), most_splits));
   hedge::test::for_each_supported_arch([&](auto arch) {
     using A = decltype(arch);
     const bool rounded_query = rounds_query && !std::is_same_v<A, hedge::arch::scalar>;
-    auto r = attention::decode_attention<A>(view, layer, q, out, p, workspace, serial, splits);
+    auto r = attention::decode_attention<A>(view, layer, q, out, p, workspace, executor, splits);
     ASSERT_TRUE(r) << r.error().c_str();
     EXPECT_LE(hedge::test::relative_error(out, rounded_query ? want_rounded : want), decode_tolerance)
         << A::name << " " << Elem::name << " " << what << " splits " << splits;
@@ -95,6 +96,38 @@ TYPED_TEST(DecodeAttention, MatchesFloat64ReferenceOverShapesAndLayouts) {
           char what[96];
           std::snprintf(what, sizeof what, "dim %zu group %zu page %zu context %zu", dim, group, page_tokens, context);
           check_against_reference(*cache->view(seq), 1, q, p, context > 256 ? 3 : 1, what);
+        }
+      }
+    }
+  }
+}
+
+// The SIMD kernels handle up to 4 query heads per pass (groups of 2, 3 and 6 take the 2-
+// and 3-head passes), 16-float chunks (AVX-512) with an AVX2 fallback for float KV whose
+// head_dim is no multiple of 16 (40), partly filled 32-value blocks (40, 96), the widest
+// head (256), tiles of 64 positions (contexts 63, 64, 65 and 700), and splits claimed by
+// 2 or 3 threads (0: decode_splits' choice at that thread count).
+TYPED_TEST(DecodeAttention, OddGroupsHeadDimsAndThreads) {
+  using Elem = TypeParam;
+  std::mt19937 rng(17);
+  for (std::size_t dim : {40, 96, 256}) {
+    for (std::size_t group : {2, 3, 6}) {
+      const std::size_t kv_heads = 2;
+      auto cache = kv::kv_cache<kv_dynamic_shape, Elem>::make({1, kv_heads, dim}, kv_config{1, 700, 0, 0, 0});
+      ASSERT_TRUE(cache);
+      auto seq = *cache->create();
+      std::size_t length = 0;
+      for (std::size_t context : {63, 64, 65, 700}) {
+        hedge::test::append_random(*cache, seq, context - length, rng);
+        length = context;
+        const auto q = hedge::test::random_floats(kv_heads * group * dim, rng);
+        const attention::attention_params p{1.f / std::sqrt(static_cast<float>(dim))};
+        for (std::size_t threads : {2, 3}) {
+          for (std::size_t splits : {0, 5}) {
+            char what[112];
+            std::snprintf(what, sizeof what, "dim %zu group %zu context %zu threads %zu", dim, group, context, threads);
+            check_against_reference(*cache->view(seq), 0, q, p, splits, what, hedge::exec::thread_pool(threads));
+          }
         }
       }
     }

@@ -13,9 +13,10 @@
 // rounding (tests bound the difference by 1e-5 relative to max |v|: the merge
 // rescales by exp of max differences, rounding once per step).
 //
-// Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (x86) and
-// decode_neon.hpp (AArch64 neon and neon_dotprod; K/V read in their stored format
-// and dequantized in registers). A tag without an overload (avx512bw) uses its parent's.
+// Kernels per arch tag: decode_scalar.hpp (reference), decode_avx2.hpp (x86 AVX2),
+// decode_avx512.hpp (x86 AVX-512 VNNI; vpdpbusd for q8_0/q4_0 keys) and decode_neon.hpp
+// (AArch64 neon and neon_dotprod; K/V read in their stored format and dequantized in
+// registers). A tag without an overload (avx512bw) uses its parent's.
 // The arch defaults to `arch::best`, resolved once per call (core/dispatch.hpp) above
 // the parallel loop, so a baseline x86-64 build runs the AVX2 kernel on an AVX2 CPU.
 #pragma once
@@ -26,6 +27,7 @@
 #include <cstdint>
 
 #include "hedge/attention/decode_avx2.hpp"
+#include "hedge/attention/decode_avx512.hpp"
 #include "hedge/attention/decode_neon.hpp"
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/online_softmax.hpp"

@@ -185,6 +185,30 @@ HEDGE_TARGET_AVX2 inline void prefetch_lines(const Unit* k0, const Unit* v0, con
   }
 }
 
+/// The online-softmax step of one tile (Milakov & Gimelshein), 8 lanes = 2 positions x
+/// 4 heads at a time: the tile max, one rescale of the running max4 / sum4 (heads in
+/// lanes 0..3), and the logits in `weights` (position-major, `pairs` pairs) replaced by
+/// exp(logit - new max). corr[n] gets exp(old max - new max), by which head n's
+/// accumulator must be scaled (0 on the first tile: old max -inf, accumulators still 0).
+/// Shared by the AVX-512 kernel (decode_avx512.hpp): the step is latency-bound, not width-bound.
+HEDGE_TARGET_AVX2 inline void softmax_tile(float* weights, std::size_t pairs, __m128& max4, __m128& sum4,
+                                           float* corr) noexcept {
+  __m256 m = _mm256_load_ps(weights);
+  for (std::size_t j = 1; j < pairs; ++j) m = _mm256_max_ps(m, _mm256_load_ps(weights + 8 * j));
+  const __m128 new_max = _mm_max_ps(max4, _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));
+  const __m256 shift = _mm256_set_m128(new_max, new_max);
+  const __m128 correction = _mm256_castps256_ps128(exp8(_mm256_sub_ps(_mm256_castps128_ps256(max4), shift)));
+  __m256 total = _mm256_setzero_ps();
+  for (std::size_t j = 0; j < pairs; ++j) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(weights + 8 * j), shift));
+    _mm256_store_ps(weights + 8 * j, e);
+    total = _mm256_add_ps(total, e);
+  }
+  sum4 = _mm_fmadd_ps(sum4, correction, _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1)));
+  max4 = new_max;
+  _mm_store_ps(corr, correction);
+}
+
 /// The queries of the (up to 4) heads handled together, as the key format wants
 /// them: floats zero-padded to the stored width, or Q8_0 blocks (int8 values and
 /// the fp16-rounded block scale broadcast to 8 lanes) for block-quantized keys.
@@ -413,22 +437,8 @@ HEDGE_TARGET_AVX2 void group_partial(const kv::kv_sequence_view<Elem>& kv, std::
     // An odd tile's last pair holds one position: its second half must weigh 0.
     if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
     if (transform) detail::transform_tile_logits<N>(p, task, first, pos, weights, count);
-    __m256 m = _mm256_load_ps(weights);
-    for (std::size_t j = 1; j < pairs; ++j) m = _mm256_max_ps(m, _mm256_load_ps(weights + 8 * j));
-    const __m128 new_max = _mm_max_ps(max4, _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));
-    const __m256 shift = _mm256_set_m128(new_max, new_max);
-    // exp(old max - new max): 0 on the first tile (old max -inf), where acc and sum are still 0.
-    const __m128 correction = _mm256_castps256_ps128(exp8(_mm256_sub_ps(_mm256_castps128_ps256(max4), shift)));
-    __m256 total = _mm256_setzero_ps();
-    for (std::size_t j = 0; j < pairs; ++j) {
-      const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(weights + 8 * j), shift));
-      _mm256_store_ps(weights + 8 * j, e);
-      total = _mm256_add_ps(total, e);
-    }
-    sum4 = _mm_fmadd_ps(sum4, correction, _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1)));
-    max4 = new_max;
     alignas(16) float corr[4];
-    _mm_store_ps(corr, correction);
+    softmax_tile(weights, pairs, max4, sum4, corr);
     for (int n = 0; n < N; ++n) {
       if (corr[n] == 1.f) continue;
       const __m256 c = _mm256_set1_ps(corr[n]);

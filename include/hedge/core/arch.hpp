@@ -190,7 +190,8 @@ struct tag_list {
 /// NEON (and dot products when the build targets them) on AArch64, and scalar
 /// alone in a HEDGE_NO_SIMD or firmware build. A tag without kernels of its own
 /// (avxvnni: it runs its parent's) is not listed; avx512vnni has the VNNI GEMM
-/// (kernels/matmul/avx512_interleaved.hpp) and runs avx512bw's kernels elsewhere.
+/// (kernels/matmul/avx512_interleaved.hpp) and decode attention (attention/decode_avx512.hpp)
+/// and runs avx512bw's kernels elsewhere.
 #if HEDGE_SIMD_X86
 using compiled = tag_list<avx512vnni, avx512bw, avx2, scalar>;
 #elif HEDGE_SIMD_NEON && defined(__ARM_FEATURE_DOTPROD)
