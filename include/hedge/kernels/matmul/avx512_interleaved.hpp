@@ -446,6 +446,24 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_
   }
 }
 
+/// Whether the super-block formats' weights are prefetched as they are read, into L2, rather
+/// than avx2::prefetch_bytes ahead into L1. A Q4_K or Q6_K block (1184, 1680 bytes) takes
+/// long enough that the L1 prefetches of 2 or 4 streams held back the loads: Q6_K 4096x11008
+/// from DRAM at 1 thread on Zen 5 (the bench's read bound 28 GB/s) streamed at 11 GB/s, and
+/// 27 GB/s prefetching each block into L2 as it starts (no prefetch: 21-27 GB/s; Q4_K 16
+/// and 23-25 GB/s); docs/perf-journal.md.
+template <class W>
+inline constexpr bool prefetch_into_l2 = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
+
+/// Prefetches the block's lines into L2 (a prefetch never faults).
+template <class Block>
+HEDGE_TARGET_AVX512VNNI inline void prefetch_block_l2(const Block& block) noexcept {
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block);
+  for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T1);
+  }
+}
+
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
 /// rows, blocks [x_block, x_block + blocks) of the activation. The weights are prefetched
 /// where they come from DRAM: a GEMV's (M = 1) and the long streams' (P = 2, gemv_streams.hpp).
@@ -459,7 +477,10 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* grou
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (M == 1 || P == 2) {  // weights from DRAM
+      if constexpr (prefetch_into_l2<W> && (M == 1 || P == 2)) {  // weights from DRAM
+        prefetch_block_l2(b0);
+        prefetch_block_l2(b1);
+      } else if constexpr (M == 1 || P == 2) {
         avx2::prefetch_ahead(b0);
         avx2::prefetch_ahead(b1);
       }
