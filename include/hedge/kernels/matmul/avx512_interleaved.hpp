@@ -29,8 +29,8 @@
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
 // zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
-// (gemv_streams.hpp; with the AVX2 GEMV's prefetch) x 1 row. A lone group or one
-// with padding rows runs the AVX2 kernel.
+// (gemv_streams.hpp; with the AVX2 GEMV's prefetch, Q4_K and Q6_K with prefetch_into_l2)
+// x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
 // Q5_0 and Q5_1 have no interleaved layout (their GEMV streams the GGUF rows, avx2_gemv.hpp);
 // their GGUF-layout GEMM packs 16-row slices on the fly as Q4_0's does, into `tile_group`'s
