@@ -12,6 +12,7 @@
 // matmul_support.hpp) plus the same float32 rounding term.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "hedge/os/thread_pool.hpp"
+#include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q5_0.hpp"
@@ -213,7 +215,8 @@ namespace {
 // 6-bit scale and min 0..63 (the reference quantizers never store some of them, other
 // quantizers may), so each SIMD kernel's int16 and int32 intermediates are checked at their
 // extremes against the scalar reference, with the same tolerance; with Interleave the
-// kernels of the 8-row interleaved layout (repack.hpp), 9 rows: a full group and a padded one.
+// kernels of the 8-row interleaved layout (repack.hpp), 53 rows: 4 groups read as long
+// streams, a pair of groups and a padded group (AVX-512 VNNI: every tile of its GEMV).
 template <class Block>
 void random_scales(Block& b, std::mt19937& rng) {
   const auto scale = [&] { return hedge::f32_to_f16(std::ldexp(static_cast<float>(rng() % 2001) - 1000.f, -16)); };
@@ -262,7 +265,7 @@ template <class W, class A, bool Interleave = false>
 void expect_arbitrary_blocks_match_scalar() {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) return;
-    constexpr std::size_t rows = 9, kk = 1024, blocks = kk / W::block_elements;
+    constexpr std::size_t rows = Interleave ? 53 : 9, kk = 1024, blocks = kk / W::block_elements;
     const std::vector<typename W::block> w = arbitrary_blocks<W>(rows * blocks);
     const hedge::matrix_view<const typename W::block> view(w.data(), rows, blocks);
     const auto x = extreme_activation(kk);
@@ -314,6 +317,41 @@ TEST(GemvQ5_0, Avx512VnniEqualsAvx2BitForBit) {
     ASSERT_TRUE((k::gemv<q::q5_0, hedge::arch::avx512vnni>(view, {x.data(), kk}, {y.data(), rows}, workspace)));
     ASSERT_TRUE((k::gemv<q::q5_0, hedge::arch::avx2>(view, {x.data(), kk}, {y_avx2.data(), rows}, workspace)));
     for (std::size_t r = 0; r < rows; ++r) EXPECT_EQ(y[r], y_avx2[r]) << "row " << r;
+  } else {
+    GTEST_SKIP() << "no x86 build";
+  }
+}
+
+// The AVX-512 VNNI interleaved Q6_K kernels (matmul/avx512_interleaved.hpp) equal the AVX2
+// ones bit for bit, GEMV and GEMM of 1 to 9 activation rows (the streamed tiles of up to 4
+// rows, then tiles of 4, 2 and 1): the same exact int32 lane sums and the same float
+// epilogue, at every level and scale extreme. 53 rows: streams, a pair, a padded group.
+TEST(GemvQ6_K, Avx512VnniInterleavedEqualsAvx2BitForBit) {
+  if constexpr (hedge::test::may_run<hedge::arch::avx512vnni>) {
+    if (!hedge::arch::avx512vnni::supported()) GTEST_SKIP() << "this CPU cannot run avx512vnni";
+    using W = q::q6_k;
+    constexpr std::size_t rows = 53, kk = 1024, blocks = kk / W::block_elements;
+    const auto w = arbitrary_blocks<W>(rows * blocks);
+    const hedge::matrix_view<const W::block> view(w.data(), rows, blocks);
+    std::vector<k::interleaved<W>::block> packed(k::interleaved_blocks<W>(rows, kk));
+    const auto repacked = k::repack<W>(view, {packed.data(), packed.size()});
+    ASSERT_TRUE(repacked);
+    for (std::size_t m_rows : {1u, 2u, 3u, 4u, 5u, 9u}) {
+      auto x = hedge::test::random_floats(m_rows * kk, 23);
+      const auto extreme = extreme_activation(kk);
+      std::copy(extreme.begin(), extreme.end(), x.begin());
+      std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(m_rows, kk));
+      std::vector<float> y(m_rows * rows), y_avx2(m_rows * rows);
+      const hedge::matrix_view<const float> xv(x.data(), m_rows, kk);
+      ASSERT_TRUE((k::gemm<W, hedge::arch::avx512vnni>(*repacked, xv, {y.data(), m_rows, rows}, workspace)));
+      ASSERT_TRUE((k::gemm<W, hedge::arch::avx2>(*repacked, xv, {y_avx2.data(), m_rows, rows}, workspace)));
+      for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], y_avx2[i]) << m_rows << " rows, at " << i;
+      if (m_rows == 1) {
+        std::vector<float> gemv_y(rows);
+        ASSERT_TRUE((k::gemv<W, hedge::arch::avx512vnni>(*repacked, {x.data(), kk}, {gemv_y.data(), rows}, workspace)));
+        EXPECT_EQ(gemv_y, y_avx2);
+      }
+    }
   } else {
     GTEST_SKIP() << "no x86 build";
   }

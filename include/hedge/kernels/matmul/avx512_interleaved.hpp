@@ -1,7 +1,7 @@
 // hedge/kernels/matmul/avx512_interleaved.hpp: AVX-512 VNNI kernels for the 8-row
 // interleaved Q4_0 and Q8_0 layouts (repack.hpp): the GEMM of prefill, the GEMV of
 // decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the
-// fly; and the interleaved Q4_K GEMV.
+// fly; and the interleaved Q4_K and Q6_K GEMV and GEMM.
 //
 // A 512-bit vector holds two consecutive groups (16 weight rows, whose outputs
 // are 16 consecutive floats of Y): quad j of group g in the low half and of
@@ -21,12 +21,16 @@
 // (256x4096, thread CPU time); GEMM (tiles of at most 4 activation rows: a row's three
 // int32 sums and its accumulator) 1.55x the AVX2 tile (512x4096x4096, 1 thread, CPU time).
 //
+// Q6_K: vpdpbusd of the 6-bit levels (one vpternlogd select of nibble and high bits each)
+// per sub-block, times the rows' int8 scales (vpmulld), the "- 32" through Q8_K's bsums
+// (vpdpwssd of the rows' scale pairs), as the AVX2 kernel: the same integers, the same bits.
+//
 // GEMM tile: 2 groups x M activation rows (M = 8, then 4, 2, 1), with two int32
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
 // zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
-// (gemv_streams.hpp; with the AVX2 GEMV's prefetch) x 1 row. A lone group or one
-// with padding rows runs the AVX2 kernel.
+// (gemv_streams.hpp; with the AVX2 GEMV's prefetch, Q4_K and Q6_K with prefetch_into_l2)
+// x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
 // Q5_0 and Q5_1 have no interleaved layout (their GEMV streams the GGUF rows, avx2_gemv.hpp);
 // their GGUF-layout GEMM packs 16-row slices on the fly as Q4_0's does, into `tile_group`'s
@@ -61,6 +65,7 @@
 #include "hedge/quant/q4_k.hpp"
 #include "hedge/quant/q5_0.hpp"
 #include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
 
@@ -321,6 +326,89 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
   }
 }
 
+/// Q6_K, quad k of half h (repack.hpp): the 6-bit levels of element sets i = 0..3 of the
+/// 16 rows, from the quad's A, B and H bytes. Each level is one vpternlogd select: its low
+/// nibble from A or B (shifted down for i >= 2), bits 5:4 from H's bit pair 2i, moved there
+/// from H masked to the pairs that land in bits 5:4 and nothing above (0x33 for i = 0, 2;
+/// 0xCC for i = 1, 3), so no bit reaches bits 7:6 (the AVX2 kernel's and-or-and per level).
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void q6_levels(const interleaved<quant::q6_k>::block& b0,
+                                                           const interleaved<quant::q6_k>::block& b1, int h, int k,
+                                                           __m512i (&levels)[4]) noexcept {
+  using layout = interleaved<quant::q6_k>;
+  const auto quad = [&](std::size_t part) HEDGE_TARGET_AVX512VNNI {
+    const int offset = static_cast<int>(layout::quad_offset(static_cast<std::size_t>(h), static_cast<std::size_t>(k), part));
+    return load_pair(b0, b1, offset / 32);
+  };
+  const __m512i a = quad(0), b = quad(1), hb = quad(2);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i h_even = _mm512_and_si512(hb, _mm512_set1_epi8(0x33));
+  const __m512i h_odd = _mm512_and_si512(hb, _mm512_set1_epi8(static_cast<char>(0xCC)));
+  // vpternlogd 0xE4 is (c ? a : b) per bit, with c = low4: a the nibble, b the high bits.
+  levels[0] = _mm512_ternarylogic_epi32(a, _mm512_slli_epi16(h_even, 4), low4, 0xE4);
+  levels[1] = _mm512_ternarylogic_epi32(b, _mm512_slli_epi16(h_odd, 2), low4, 0xE4);
+  levels[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 4), h_even, low4, 0xE4);
+  levels[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(b, 4), _mm512_srli_epi16(h_odd, 2), low4, 0xE4);
+}
+
+/// Q6_K: per half h and quad range (sub-blocks 8h + 2i for quads 0..3, 8h + 2i + 1 for
+/// 4..7), vpdpbusd of the levels q in [0, 63] against x; each sub-block's int32 sum times
+/// the rows' int8 scale (vpmulld); the "- 32" of every level is 32 * sum_j sc_j * (Q8_K's
+/// 16-element sum j), one vpdpwssd per scale pair, as the AVX2 kernel: the same exact
+/// integers and the same float epilogue, so the same bits.
+template <int M>
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<quant::q6_k>::block& b0,
+                                                            const interleaved<quant::q6_k>::block& b1,
+                                                            const activation_row<quant::q6_k>* x, std::size_t xb,
+                                                            __m512 (&acc)[M]) noexcept {
+  // Row r's (sc_2p, sc_2p+1) as int16 pairs in lane r, group 0's rows then group 1's.
+  const auto scale_pairs = [&](int p) HEDGE_TARGET_AVX512VNNI {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.scales + 16 * p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.scales + 16 * p));
+    return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+  };
+  __m512i total[M];  // per row: sum over sub-blocks of scale * sum(q * x)
+  for (int m = 0; m < M; ++m) total[m] = _mm512_setzero_si512();
+  HEDGE_UNROLL(1)
+  for (int h = 0; h < 2; ++h) {
+    HEDGE_UNROLL(1)
+    for (int half = 0; half < 2; ++half) {  // quads 4 half .. 4 half + 3: sub-blocks 8h + 2i + half
+      __m512i sums[4][M];
+      for (int i = 0; i < 4; ++i) {
+        for (int m = 0; m < M; ++m) sums[i][m] = _mm512_setzero_si512();
+      }
+      for (int k = 4 * half; k < 4 * half + 4; ++k) {
+        __m512i levels[4];
+        q6_levels(b0, b1, h, k, levels);
+        for (int i = 0; i < 4; ++i) {
+          for (int m = 0; m < M; ++m) {
+            const std::int8_t* xq = x[m].blocks[xb].qs + 128 * h + 32 * i + 4 * k;
+            sums[i][m] = _mm512_dpbusd_epi32(sums[i][m], levels[i], broadcast_quad(xq));
+          }
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        const __m512i pairs = scale_pairs(4 * h + i);
+        const __m512i scale = half == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16)
+                                        : _mm512_srai_epi32(pairs, 16);
+        for (int m = 0; m < M; ++m) total[m] = _mm512_add_epi32(total[m], _mm512_mullo_epi32(sums[i][m], scale));
+      }
+    }
+  }
+  const __m512 d = scales_pair(b0, b1);
+  for (int m = 0; m < M; ++m) {
+    const quant::q8_k::block& xq = x[m].blocks[xb];
+    // sum_j sc_j * bsum_j per row lane (|.| <= 2^22).
+    __m512i offset = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {
+      std::int32_t sum_pair;
+      std::memcpy(&sum_pair, xq.bsums + 2 * p, 4);
+      offset = _mm512_dpwssd_epi32(offset, scale_pairs(p), _mm512_set1_epi32(sum_pair));
+    }
+    const __m512i dot = _mm512_sub_epi32(total[m], _mm512_slli_epi32(offset, 5));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(xq.d)), acc[m]);
+  }
+}
+
 /// Q5_0 / Q5_1 (unpacked levels): the levels against x (even and odd quads in two
 /// vpdpbusd chains per row); Q5_0 subtracts 16 * sum(x) per block (twice the prepared
 /// offset), Q5_1 adds m_w * d_x * sum(x).
@@ -358,13 +446,32 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_
   }
 }
 
+/// Whether the super-block formats' weights are prefetched as they are read, into L2, rather
+/// than avx2::prefetch_bytes ahead into L1. A Q4_K or Q6_K block (1184, 1680 bytes) takes
+/// long enough that the L1 prefetches of 2 or 4 streams held back the loads: Q6_K 4096x11008
+/// from DRAM at 1 thread on Zen 5 (the bench's read bound 28 GB/s) streamed at 11 GB/s, and
+/// 27 GB/s prefetching each block into L2 as it starts (no prefetch: 21-27 GB/s; Q4_K 16
+/// and 23-25 GB/s); docs/perf-journal.md.
+template <class W>
+inline constexpr bool prefetch_into_l2 = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
+
+/// Prefetches the block's lines into L2 (a prefetch never faults).
+template <class Block>
+HEDGE_TARGET_AVX512VNNI inline void prefetch_block_l2(const Block& block) noexcept {
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block);
+  for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T1);
+  }
+}
+
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
 /// rows, blocks [x_block, x_block + blocks) of the activation. With `Streamed` the weights
 /// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched ahead; a
-/// prefill's tiles re-read theirs from cache. Decode batches and the K-quants prefetch into
-/// L2: cold 4096x11008 at 1 thread on Zen 5, Q4_K's GEMV read 0.55 of the bound with L1
-/// prefetches and 0.77 with L2 ones, 4-row Q8_0 and Q4_K batches 0.56 / 0.35 against 0.83 /
-/// 0.70; the Q4_0 GEMV the same either way, the Q8_0 GEMV 0.87 against 0.73 (L1 kept).
+/// prefill's tiles re-read theirs from cache. The K-quants prefetch each block into L2 as
+/// they start it (prefetch_into_l2); Q4_0 and Q8_0 prefetch_bytes ahead, into L2 for decode
+/// batches: cold 4096x11008 at 1 thread on Zen 5, 4-row Q8_0 batches read 0.56 of the bound
+/// with L1 prefetches and 0.83 with L2 ones; the Q4_0 GEMV the same either way, the Q8_0
+/// GEMV 0.87 against 0.73 (L1 kept).
 template <int M, int P, class W, bool Streamed = (M == 1)>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
@@ -375,10 +482,12 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* grou
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (Streamed) {
-        constexpr bool to_l2 = M > 1 || std::is_same_v<W, quant::q4_k>;
-        avx2::prefetch_ahead<to_l2>(b0);
-        avx2::prefetch_ahead<to_l2>(b1);
+      if constexpr (Streamed && prefetch_into_l2<W>) {
+        prefetch_block_l2(b0);
+        prefetch_block_l2(b1);
+      } else if constexpr (Streamed) {
+        avx2::prefetch_ahead<(M > 1)>(b0);
+        avx2::prefetch_ahead<(M > 1)>(b1);
       }
       pair_block<M>(b0, b1, x, x_block + b, acc[p]);
     }
@@ -398,9 +507,9 @@ HEDGE_TARGET_AVX512VNNI void pair_rows(const typename tile_group<W>::block* grou
     return o;
   };
   std::size_t m = 0;
-  // Q4_K's block keeps three int32 sums per row live beside the row's accumulator: 8 rows
-  // would spill the 32 zmm registers.
-  if constexpr (!std::is_same_v<W, quant::q4_k>) {
+  // Q4_K's block keeps three int32 sums per row live beside the row's accumulator, Q6_K's
+  // five: 8 rows would spill the 32 zmm registers.
+  if constexpr (!std::is_same_v<W, quant::q4_k> && !std::is_same_v<W, quant::q6_k>) {
     for (; m + 8 <= rows; m += 8) pair_tile<8, 1, W>(group, blocks, x + m, x_block, at(m));
   }
   for (; m + 4 <= rows; m += 4) pair_tile<4, 1, W>(group, blocks, x + m, x_block, at(m));
@@ -474,11 +583,12 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved
 }  // namespace avx512
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
-/// VNNI, Q4_0, Q8_0 and Q4_K. The run's full groups are read as gemv_streams long
+/// VNNI, Q4_0, Q8_0, Q4_K and Q6_K. The run's full groups are read as gemv_streams long
 /// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
 /// the AVX2 kernel.
 template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k>)
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k> ||
+           std::is_same_v<W, quant::q6_k>)
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
   const stream_split split(groups, valid);
@@ -493,12 +603,13 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 }
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
-/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0, Q8_0 and Q4_K: up to
+/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0, Q8_0, Q4_K and Q6_K: up to
 /// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
 /// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
 /// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
 template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k>)
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k> ||
+           std::is_same_v<W, quant::q6_k>)
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid) noexcept {
