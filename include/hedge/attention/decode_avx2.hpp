@@ -33,7 +33,8 @@
 // check against the float64 reference on that query to the float tolerance, and
 // against the unrounded query to the looser bound in docs/attention.md.
 //
-// The code is compiled with a target attribute, so it exists in every x86 build
+// The tile loop is detail/decode_group.inc, which the AVX-512 kernel shares; this file
+// gives it the 8-float parts. The code is compiled with a target attribute, so it exists in every x86 build
 // and `arch::avx2::supported()` decides at run time whether it may run.
 #pragma once
 
@@ -336,16 +337,20 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void accumulate_position(__m256 (&a)[N][La
   }
 }
 
-/// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..]: the tile's
-/// values stream once through the registers; each chunk is converted once for all heads.
+/// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..] (for block formats the
+/// weights of the chunk's block): the tile's values stream once through the registers;
+/// each chunk is converted once for all heads.
 /// \tparam N     query heads handled together (1..4)
 /// \tparam Lanes 8-float vectors of output per query head kept in registers
 /// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
 HEDGE_TARGET_AVX2 inline void accumulate_values(float (*acc)[attention_max_head_dim],
                                                 const typename Elem::unit* const* values, std::size_t count,
-                                                const float* weights, std::size_t c) noexcept {
+                                                const float* const* block_weights, std::size_t c) noexcept {
   using R = reader<Elem>;
+  // The chunk lies in one value block, whose weights are block_weights[0].
+  static_assert(R::scale_block == 0 || 8 * Lanes <= R::scale_block);
+  const float* weights = block_weights[0];
   // For block formats, address the block holding value c once, then offsets inside it.
   std::size_t block = 0, offset = c;
   if constexpr (R::scale_block != 0) {
@@ -381,84 +386,34 @@ HEDGE_TARGET_AVX2 void load_queries(const float* queries, std::size_t dim, std::
   }
 }
 
-/// The states of query heads [first, first + N) of the task's group.
-/// \tparam N    query heads handled together (1..4)
-/// \tparam Elem the KV element format
-template <int N, class Elem>
-HEDGE_TARGET_AVX2 void group_partial(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
-                                     const attention_params& p, const detail::decode_task& task,
-                                     std::size_t first) noexcept {
-  using R = reader<Elem>;
-  constexpr std::size_t tile = detail::decode_tile<Elem>::tile;
-  constexpr bool blocks = R::scale_block != 0;
-  constexpr std::size_t max_blocks = attention_max_head_dim / (blocks ? R::scale_block : attention_max_head_dim);
-  constexpr int lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
-  const std::size_t dim = kv.head_dim(), units = kv.vector_units();
-  const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector
-  const bool transform = has_logit_transform(p);
-  const __m256 scale = _mm256_set1_ps(p.scale);
-
-  group_queries q;
-  load_queries<N, Elem>(task.queries + first * dim, dim, width, q);
-  alignas(32) float acc[N][attention_max_head_dim];
-  for (int n = 0; n < N; ++n) std::fill(acc[n], acc[n] + width, 0.f);
-  // Running max and sum of heads 0..3 (lanes of heads >= N are computed and ignored).
-  __m128 max4 = _mm_set1_ps(-std::numeric_limits<float>::infinity()), sum4 = _mm_setzero_ps();
-  // Position-major, 4 head lanes per position: logits, then softmax weights.
-  alignas(32) float weights[tile * 4];
-  // Block formats: the weights times each value block's scale.
-  alignas(32) float scaled[max_blocks][blocks ? tile * 4 : 1];
-
-  const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
-  const std::size_t ahead = std::clamp<std::size_t>(prefetch_bytes / vector_bytes, 1, tile);
-  detail::decode_tile<Elem> refs[2];
-  refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
-  for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
-    const detail::decode_tile<Elem>& current = refs[which];
-    detail::decode_tile<Elem>& next = refs[which ^ 1];
-    next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
-    const std::size_t count = current.count, pairs = (count + 1) / 2, known = count + next.count;
-    const auto key = [&](std::size_t j) { return j < count ? current.keys[j] : next.keys[j - count]; };
-    const auto value = [&](std::size_t j) { return j < count ? current.values[j] : next.values[j - count]; };
-    for (std::size_t i = 0; i < count; i += 2) {
-      // Software prefetch of positions i + ahead and i + 1 + ahead (into the next
-      // tile past this one's end), K and V, into L1. About 1 KiB ahead per stream is
-      // the best distance measured; farther, a whole tile, or none is slower (the
-      // hardware prefetchers also stop at page-run ends; docs/perf-journal.md, attention).
-      // Past the last known position the pair's second prefetch repeats the first.
-      if (const std::size_t j = i + ahead; j < known) {
-        const std::size_t j1 = std::min(j + 1, known - 1);
-        prefetch_lines(key(j), value(j), key(j1), value(j1), vector_bytes);
-      }
-      const typename Elem::unit* k0 = current.keys[i];
-      const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
-      _mm256_store_ps(weights + 4 * i, _mm256_mul_ps(pair_logits<N, Elem>(q, k0, k1, units, width), scale));
-    }
-    // An odd tile's last pair holds one position: its second half must weigh 0.
-    if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
-    if (transform) detail::transform_tile_logits<N>(p, task, first, pos, weights, count);
-    alignas(16) float corr[4];
-    softmax_tile(weights, pairs, max4, sum4, corr);
-    for (int n = 0; n < N; ++n) {
-      if (corr[n] == 1.f) continue;
-      const __m256 c = _mm256_set1_ps(corr[n]);
-      for (std::size_t j = 0; j < width; j += 8) _mm256_store_ps(acc[n] + j, _mm256_mul_ps(_mm256_load_ps(acc[n] + j), c));
-    }
-    if constexpr (blocks) fold_value_scales<Elem>(current.values, count, units, weights, scaled[0], tile * 4);
-    const auto weights_at = [&](std::size_t c) -> const float* {
-      if constexpr (blocks) return scaled[c / R::scale_block];
-      return weights;
-    };
-    std::size_t c = 0;
-    for (; c + 8 * lanes <= width; c += 8 * lanes)
-      accumulate_values<N, lanes, Elem>(acc, current.values, count, weights_at(c), c);
-    for (; c < width; c += 8) accumulate_values<N, 1, Elem>(acc, current.values, count, weights_at(c), c);
+/// Prefetches one position's stored K and V vectors (`bytes` each) into L2.
+template <class Unit>
+HEDGE_ALWAYS_INLINE void prefetch_to_l2(const Unit* k, const Unit* v, std::size_t bytes) noexcept {
+  const char* a = reinterpret_cast<const char*>(k);
+  const char* b = reinterpret_cast<const char*>(v);
+  for (std::size_t offset = 0; offset < bytes; offset += 64) {
+    _mm_prefetch(a + offset, _MM_HINT_T1);
+    _mm_prefetch(b + offset, _MM_HINT_T1);
   }
-  alignas(16) float max_out[4], sum_out[4];
-  _mm_store_ps(max_out, max4);
-  _mm_store_ps(sum_out, sum4);
-  for (int n = 0; n < N; ++n) detail::store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
 }
+
+/// acc[0 .. width) *= factor: a head's accumulator rescaled by its softmax correction.
+HEDGE_TARGET_AVX2 inline void rescale(float* acc, std::size_t width, float factor) noexcept {
+  const __m256 f = _mm256_set1_ps(factor);
+  for (std::size_t j = 0; j < width; j += 8) _mm256_store_ps(acc + j, _mm256_mul_ps(_mm256_load_ps(acc + j), f));
+}
+
+/// The skeleton's parameters for 8-float vectors (detail/decode_group.inc).
+inline constexpr std::size_t vector_floats = 8;
+template <int N>
+inline constexpr int value_lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
+template <class Elem>
+inline constexpr int tail_lanes = 1;
+inline constexpr bool prefetch_next_tile = false;
+
+#define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX2
+#include "hedge/attention/detail/decode_group.inc"
+#undef HEDGE_DECODE_TARGET
 
 }  // namespace hedge::attention::avx2
 
@@ -475,14 +430,7 @@ void decode_partial(arch::avx2, const kv::kv_sequence_view<Elem>& kv, std::size_
     decode_partial(arch::scalar{}, kv, layer, p, task);
   } else {
     if (kv.head_dim() % 8 != 0) return decode_partial(arch::scalar{}, kv, layer, p, task);
-    std::size_t first = 0;
-    for (; first + 4 <= task.count; first += 4) avx2::group_partial<4, Elem>(kv, layer, p, task, first);
-    switch (task.count - first) {
-      case 3: avx2::group_partial<3, Elem>(kv, layer, p, task, first); break;
-      case 2: avx2::group_partial<2, Elem>(kv, layer, p, task, first); break;
-      case 1: avx2::group_partial<1, Elem>(kv, layer, p, task, first); break;
-      default: break;
-    }
+    avx2::head_groups<Elem>(kv, layer, p, task);
   }
 }
 

@@ -1,9 +1,10 @@
 // hedge/attention/decode_avx512.hpp: the AVX-512 (F/BW/VL/DQ + VNNI) decode attention kernel.
 //
-// Same contract as the scalar reference (decode_scalar.hpp) and the same skeleton as
-// the AVX2 kernel (decode_avx2.hpp: tiles of 64 positions, logits two keys at a time,
-// one online-softmax step per tile, values streamed through register accumulators),
-// with 16-float lanes and one `reader` per KV format as the only per-format code:
+// Same contract as the scalar reference (decode_scalar.hpp) and the AVX2 kernel's
+// skeleton, written once in detail/decode_group.inc (tiles of 64 positions, logits two
+// keys at a time, one online-softmax step per tile, values streamed through register
+// accumulators), with 16-float lanes and one `reader` per KV format as the only
+// per-format code:
 //   1. logits, two keys at a time:
 //        f32/f16/bf16 keys: float FMAs on the converted key (vcvtph2ps for f16, a
 //        16-bit shift for bf16), 16 values per instruction;
@@ -282,17 +283,6 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void accumulate_position(__m512 (&a)
   }
 }
 
-/// Prefetches one position's stored K and V vectors (`bytes` each) into L2.
-template <class Unit>
-HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void prefetch_to_l2(const Unit* k, const Unit* v, std::size_t bytes) noexcept {
-  const char* a = reinterpret_cast<const char*>(k);
-  const char* b = reinterpret_cast<const char*>(v);
-  for (std::size_t offset = 0; offset < bytes; offset += 64) {
-    _mm_prefetch(a + offset, _MM_HINT_T1);
-    _mm_prefetch(b + offset, _MM_HINT_T1);
-  }
-}
-
 /// acc[n][c .. c + 16 Lanes) += sum_i weight(i, n) value_i[c ..]: the tile's values
 /// stream once through the registers; each chunk is converted once for all heads.
 template <int N, int Lanes, class Elem>
@@ -307,89 +297,29 @@ HEDGE_TARGET_AVX512VNNI inline void accumulate_values(float (*acc)[attention_max
     for (int l = 0; l < Lanes; ++l) _mm512_store_ps(acc[n] + c + 16 * l, a[n][l]);
 }
 
-/// The states of query heads [first, first + N) of the task's group.
-/// \tparam N    query heads handled together (1..4)
-/// \tparam Elem the KV element format
-template <int N, class Elem>
-HEDGE_TARGET_AVX512VNNI void group_partial(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
-                                           const attention_params& p, const detail::decode_task& task,
-                                           std::size_t first) noexcept {
-  using R = reader<Elem>;
-  constexpr std::size_t tile = detail::decode_tile<Elem>::tile;
-  constexpr bool blocks = R::scale_block != 0;
-  constexpr std::size_t max_blocks = attention_max_head_dim / (blocks ? R::scale_block : attention_max_head_dim);
-  constexpr int lanes = N >= 3 ? 4 : 8;  // N x lanes accumulators: 16 of the 32 registers
-  constexpr int tail_lanes = blocks ? 2 : 1;
-  const std::size_t dim = kv.head_dim(), units = kv.vector_units();
-  const std::size_t width = blocks ? units * R::scale_block : dim;  // values per stored vector
-  const bool transform = has_logit_transform(p);
-  const __m256 scale = _mm256_set1_ps(p.scale);
-
-  group_queries q;
-  load_queries<N, Elem>(task.queries + first * dim, dim, width, q);
-  alignas(64) float acc[N][attention_max_head_dim];
-  for (int n = 0; n < N; ++n) std::fill(acc[n], acc[n] + width, 0.f);
-  __m128 max4 = _mm_set1_ps(-std::numeric_limits<float>::infinity()), sum4 = _mm_setzero_ps();
-  alignas(64) float weights[tile * 4];
-  alignas(64) float scaled[max_blocks][blocks ? tile * 4 : 1];
-
-  const std::size_t vector_bytes = units * sizeof(typename Elem::unit);
-  const std::size_t ahead = std::clamp<std::size_t>(avx2::prefetch_bytes / vector_bytes, 1, tile);
-  detail::decode_tile<Elem> refs[2];
-  refs[0].gather(kv, layer, task.kv_head, task.begin, task.end);
-  for (std::uint64_t pos = task.begin, which = 0; pos < task.end; pos += refs[which].count, which ^= 1) {
-    const detail::decode_tile<Elem>& current = refs[which];
-    detail::decode_tile<Elem>& next = refs[which ^ 1];
-    next.gather(kv, layer, task.kv_head, pos + current.count, task.end);
-    const std::size_t count = current.count, pairs = (count + 1) / 2, known = count + next.count;
-    const auto key = [&](std::size_t j) { return j < count ? current.keys[j] : next.keys[j - count]; };
-    const auto value = [&](std::size_t j) { return j < count ? current.values[j] : next.values[j - count]; };
-    for (std::size_t i = 0; i < count; i += 2) {
-      if (const std::size_t j = i + ahead; j < known) {  // as the AVX2 kernel (decode_avx2.hpp)
-        const std::size_t j1 = std::min(j + 1, known - 1);
-        avx2::prefetch_lines(key(j), value(j), key(j1), value(j1), vector_bytes);
-      }
-      // And the next tile into L2, a whole tile ahead, so DRAM stays busy while this
-      // tile's softmax and values run (the L1 prefetch alone leaves it idle then:
-      // f16, ctx 4096, 1 thread, 10.4 -> 16.7 GB/s).
-      if (i < next.count) {
-        prefetch_to_l2(next.keys[i], next.values[i], vector_bytes);
-        if (i + 1 < next.count) prefetch_to_l2(next.keys[i + 1], next.values[i + 1], vector_bytes);
-      }
-      const typename Elem::unit* k0 = current.keys[i];
-      const typename Elem::unit* k1 = current.keys[std::min(i + 1, count - 1)];
-      _mm256_store_ps(weights + 4 * i, _mm256_mul_ps(pair_logits<N, Elem>(q, k0, k1, units, width), scale));
-    }
-    if (count % 2 != 0) std::fill_n(weights + 4 * count, 4, -std::numeric_limits<float>::infinity());
-    if (transform) detail::transform_tile_logits<N>(p, task, first, pos, weights, count);
-    alignas(16) float corr[4];
-    avx2::softmax_tile(weights, pairs, max4, sum4, corr);
-    for (int n = 0; n < N; ++n) {
-      if (corr[n] == 1.f) continue;
-      const __m512 c = _mm512_set1_ps(corr[n]);
-      for (std::size_t j = 0; j < width; j += 16)
-        _mm512_store_ps(acc[n] + j, _mm512_mul_ps(_mm512_load_ps(acc[n] + j), c));
-    }
-    const float* by_block[max_blocks];
-    if constexpr (blocks) {
-      avx2::fold_value_scales<Elem>(current.values, count, units, weights, scaled[0], tile * 4);
-      for (std::size_t b = 0; b < units; ++b) by_block[b] = scaled[b];
-    } else {
-      by_block[0] = weights;
-    }
-    constexpr std::size_t block_values = blocks ? R::scale_block : attention_max_head_dim;
-    const auto weights_at = [&](std::size_t c) { return by_block + c / block_values; };
-    std::size_t c = 0;
-    for (; c + 16 * lanes <= width; c += 16 * lanes)
-      accumulate_values<N, lanes, Elem>(acc, current.values, count, weights_at(c), c);
-    for (; c < width; c += 16 * tail_lanes)
-      accumulate_values<N, tail_lanes, Elem>(acc, current.values, count, weights_at(c), c);
-  }
-  alignas(16) float max_out[4], sum_out[4];
-  _mm_store_ps(max_out, max4);
-  _mm_store_ps(sum_out, sum4);
-  for (int n = 0; n < N; ++n) detail::store_decode_state(task, first + n, dim, acc[n], max_out[n], sum_out[n]);
+/// acc[0 .. width) *= factor: a head's accumulator rescaled by its softmax correction.
+HEDGE_TARGET_AVX512VNNI inline void rescale(float* acc, std::size_t width, float factor) noexcept {
+  const __m512 f = _mm512_set1_ps(factor);
+  for (std::size_t j = 0; j < width; j += 16) _mm512_store_ps(acc + j, _mm512_mul_ps(_mm512_load_ps(acc + j), f));
 }
+
+/// The skeleton's parameters for 16-float vectors (detail/decode_group.inc); the
+/// latency-bound softmax step, the prefetches and the scale folding are the AVX2 kernel's.
+inline constexpr std::size_t vector_floats = 16;
+template <int N>
+inline constexpr int value_lanes = N >= 3 ? 4 : 8;  // N x lanes accumulators: 16 of the 32 registers
+template <class Elem>
+inline constexpr int tail_lanes = reader<Elem>::scale_block != 0 ? 2 : 1;  // block formats: 32 values at a time
+inline constexpr bool prefetch_next_tile = true;
+using avx2::fold_value_scales;
+using avx2::prefetch_bytes;
+using avx2::prefetch_lines;
+using avx2::prefetch_to_l2;
+using avx2::softmax_tile;
+
+#define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX512VNNI
+#include "hedge/attention/detail/decode_group.inc"
+#undef HEDGE_DECODE_TARGET
 
 }  // namespace hedge::attention::avx512
 
@@ -407,14 +337,7 @@ void decode_partial(arch::avx512vnni, const kv::kv_sequence_view<Elem>& kv, std:
   } else {
     if (avx512::reader<Elem>::scale_block == 0 && kv.head_dim() % 16 != 0)
       return decode_partial(arch::avx2{}, kv, layer, p, task);
-    std::size_t first = 0;
-    for (; first + 4 <= task.count; first += 4) avx512::group_partial<4, Elem>(kv, layer, p, task, first);
-    switch (task.count - first) {
-      case 3: avx512::group_partial<3, Elem>(kv, layer, p, task, first); break;
-      case 2: avx512::group_partial<2, Elem>(kv, layer, p, task, first); break;
-      case 1: avx512::group_partial<1, Elem>(kv, layer, p, task, first); break;
-      default: break;
-    }
+    avx512::head_groups<Elem>(kv, layer, p, task);
   }
 }
 
