@@ -158,11 +158,12 @@ class sampler {
     // H = log S - E[z] with z = l - top and S = sum exp(z).
     choice.entropy = static_cast<float>(std::log(sum) - weighted / sum);
     const std::size_t k = std::min(alternatives, logits.size());
+    choice.alternative_count = k;
+    if (k == 0) return ok();  // no pass over the vocabulary for alternatives nobody asked for
     for (std::size_t j = 0; j < logits.size(); ++j) scratch[j] = {static_cast<std::int32_t>(j), logits[j]};
     std::partial_sort(scratch, scratch + k, scratch + logits.size(), more_probable);
     for (std::size_t j = 0; j < k; ++j)
       choice.alternatives[j] = {scratch[j].id, static_cast<float>(static_cast<double>(scratch[j].logprob) - log_sum_)};
-    choice.alternative_count = k;
     return ok();
   }
 
