@@ -73,6 +73,44 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ "$gemm" -eq 1 ]; then formats=${formats:-q4_0 q8_0 q4_k}; fi
+
+# table ARGS...: the table script on stdin, after the parts every table shares (files, medians,
+# number formats), run by node with ARGS as its process.argv.slice(2).
+table() {
+  {
+    cat <<'JS'
+const fs = require("node:fs");
+const path = require("node:path");
+const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const f1 = (x) => x.toFixed(1);
+const f2 = (x) => x.toFixed(2);
+JS
+    cat
+  } | node - "$@"
+}
+
+# model_rounds MODEL FORMAT BENCHMARKS LABEL PEER_MODE PEER_ARGS...: at each thread count, `rounds`
+# rounds of hedge's model benchmarks (the alternatives BENCHMARKS, cold) and then llama.cpp's
+# peer (`llama_cpp_peer.sh PEER_MODE FILE THREADS DECODE_TOKENS PEER_ARGS...`) on the same file,
+# interleaved so both meet the same machine; raw output to $out/{hedge,llamacpp}-NAME-tT-rR.*.
+model_rounds() {
+  local model=$1 format=$2 benchmarks=$3 label=$4 mode=$5 name=$1-$2 t round
+  shift 5
+  for t in $threads; do
+    for round in $(seq 1 "$rounds"); do
+      echo "== $name, $t thread(s), round $round: hedge$label" >&2
+      "$bench" --benchmark_filter="^llama/($benchmarks)/[^/]+/${model}_$format/cold/threads:$t/" \
+        --benchmark_out="$out/hedge-$name-t$t-r$round.json" --benchmark_out_format=json \
+        > "$out/hedge-$name-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$name-t$t-r$round.log" >&2; exit 1; }
+      echo "== $name, $t thread(s), round $round: llama.cpp$label" >&2
+      scripts/llama_cpp_peer.sh "$mode" "$HEDGE_BENCH_MODELS/$name.gguf" "$t" "$decode_tokens" "$@" \
+        > "$out/llamacpp-$name-t$t-r$round.json"
+    done
+  done
+}
 command="scripts/compare-llamacpp.sh --build-dir $build_dir --models \"$models\"${formats:+ --formats \"$formats\"} --threads \"$threads\" --rounds $rounds"
 # Each file as model:format.
 files=""
@@ -118,16 +156,8 @@ if [ "$gemm" -eq 1 ]; then
     done
   done
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-  node - "$out" "$formats" "$threads" "$rows" "$shapes" "$rounds" "$command" "$load_before" "$load_after" "$arch" <<'JS' | tee "$out/table.md"
-const fs = require("node:fs");
-const path = require("node:path");
+  table "$out" "$formats" "$threads" "$rows" "$shapes" "$rounds" "$command" "$load_before" "$load_after" "$arch" <<'JS' | tee "$out/table.md"
 const [dir, formats, threads, rows, shapes, rounds, command, loadBefore, loadAfter, arch] = process.argv.slice(2);
-const median = (xs) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const f1 = (x) => x.toFixed(1);
-const f2 = (x) => x.toFixed(2);
 const files = fs.readdirSync(dir).sort();
 let cpu = "";
 let variant = "";
@@ -211,33 +241,13 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ -n "$batch" ]; then
   command="scripts/compare-llamacpp.sh --batch \"$batch\" --build-dir $build_dir --models \"$models\"${formats:+ --formats \"$formats\"} --threads \"$threads\" --rounds $rounds"
   for file in $files; do
-    model=${file%%:*}
-    format=${file#*:}
-    name=$model-$format
-    for t in $threads; do
-      for round in $(seq 1 "$rounds"); do
-        echo "== $name, $t thread(s), round $round: hedge, batches of $batch" >&2
-        "$bench" --benchmark_filter="^llama/(decode|batch_decode($(echo "$batch" | tr ' ' '|')))/[^/]+/${model}_$format/cold/threads:$t/" \
-          --benchmark_out="$out/hedge-$name-t$t-r$round.json" --benchmark_out_format=json \
-          > "$out/hedge-$name-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$name-t$t-r$round.log" >&2; exit 1; }
-        echo "== $name, $t thread(s), round $round: llama.cpp, batches of $batch" >&2
-        # shellcheck disable=SC2086  # batch is a list
-        scripts/llama_cpp_peer.sh batch "$HEDGE_BENCH_MODELS/$name.gguf" "$t" "$decode_tokens" $batch \
-          > "$out/llamacpp-$name-t$t-r$round.json"
-      done
-    done
+    # shellcheck disable=SC2086  # batch is a list
+    model_rounds "${file%%:*}" "${file#*:}" "decode|batch_decode($(echo "$batch" | tr ' ' '|'))" ", batches of $batch" \
+      batch $batch
   done
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-  node - "$out" "$files" "$threads" "$batch" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
-const fs = require("node:fs");
-const path = require("node:path");
+  table "$out" "$files" "$threads" "$batch" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
 const [dir, files_, threads, batches, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
-const median = (xs) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const f1 = (x) => x.toFixed(1);
-const f2 = (x) => x.toFixed(2);
 const files = fs.readdirSync(dir).sort();
 let cpu = "";
 const rows = [];
@@ -284,36 +294,18 @@ for file in $files; do
   format=${file#*:}
   name=$model-$format
   path=$HEDGE_BENCH_MODELS/$name.gguf
-  for t in $threads; do
-    for round in $(seq 1 "$rounds"); do
-      echo "== $name, $t thread(s), round $round: hedge" >&2
-      "$bench" --benchmark_filter="^llama/(decode|prefill[0-9]+)/[^/]+/${model}_$format/cold/threads:$t/" \
-        --benchmark_out="$out/hedge-$name-t$t-r$round.json" --benchmark_out_format=json \
-        > "$out/hedge-$name-t$t-r$round.log" 2>&1 || { cat "$out/hedge-$name-t$t-r$round.log" >&2; exit 1; }
-      echo "== $name, $t thread(s), round $round: llama.cpp" >&2
-      # shellcheck disable=SC2086  # prefill_tokens is a list
-      scripts/llama_cpp_peer.sh bench "$path" "$t" "$decode_tokens" $prefill_tokens \
-        > "$out/llamacpp-$name-t$t-r$round.json"
-    done
-  done
+  # shellcheck disable=SC2086  # prefill_tokens is a list
+  model_rounds "$model" "$format" "decode|prefill[0-9]+" "" bench $prefill_tokens
   echo "== $name: hedge-generate's resident set" >&2
   /usr/bin/time -v "$generate" -m "$path" -n $((decode_tokens + 8)) -t 0 --ignore-eos --threads "${threads##* }" \
     -i "Once upon a time" > /dev/null 2> "$out/rss-$name.log"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-node - "$out" "$files" "$threads" "$prefill_tokens" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
-const fs = require("node:fs");
-const path = require("node:path");
+table "$out" "$files" "$threads" "$prefill_tokens" "$rounds" "$command" "$load_before" "$load_after" <<'JS' | tee "$out/table.md"
 const [dir, files_, threads, prefills, rounds, command, loadBefore, loadAfter] = process.argv.slice(2);
-const median = (xs) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const files = fs.readdirSync(dir).sort();
 const models = files_.split(" ").map((f) => f.split(":"));
-const f1 = (x) => x.toFixed(1);
-const f2 = (x) => x.toFixed(2);
 // The median, then the slowest and fastest run: how much the machine moved under the runs.
 // Tokens per second of the process's CPU time (every thread's) in one hedge run.
 const cpuRate = (b, tokens) => {
