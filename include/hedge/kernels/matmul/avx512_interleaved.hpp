@@ -1,6 +1,6 @@
 // hedge/kernels/matmul/avx512_interleaved.hpp: AVX-512 VNNI kernels for the 8-row
-// interleaved Q4_0, Q8_0, Q5_0 and Q5_1 layouts (repack.hpp): the GEMM of prefill, the GEMV of
-// decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the
+// interleaved Q4_0, Q8_0, Q5_0 and Q5_1 layouts (repack.hpp): the GEMM of prefill, the GEMV
+// of decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the
 // fly; and the interleaved Q4_K and Q6_K GEMV and GEMM.
 //
 // A 512-bit vector holds two consecutive groups (16 weight rows, whose outputs
