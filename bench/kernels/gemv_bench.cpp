@@ -5,7 +5,7 @@
 //   gemv/<format>/<arch>/<rows>x<K>/<hot|cold>/threads:<n>
 // bytes_per_second counts weight bytes (the activation is a few KiB in cache);
 // bw_fraction divides it by the read bandwidth measured in this binary.
-// Q4_0, Q8_0, Q4_K and Q6_K also run on weights repacked into the 8-row interleaved layout
+// Q4_0, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K also run on weights repacked into the 8-row interleaved layout
 // (kernels/repack.hpp): variants `<arch>_repacked` (avx512vnni runs its own tile for each).
 // A decode batch of M sessions is a GEMM of M activation rows over the same cold weights
 // (model::llama::decode_batch); it streams the matrix once, so it is read against the same

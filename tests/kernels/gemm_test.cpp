@@ -40,16 +40,11 @@ struct repacked {
 };
 
 /// Whether the GGUF-layout GEMM of W on A packs its weights into the interleaved layout on
-/// the fly (AVX-512 VNNI Q4_0/Q8_0): its rows then equal the interleaved GEMV's bit for bit.
+/// the fly (AVX-512 VNNI Q4_0/Q8_0/Q5_0/Q5_1): its rows then equal the interleaved GEMV's bit for bit.
 template <class W, class A>
 constexpr bool packs_on_the_fly = std::is_same_v<A, hedge::arch::avx512vnni> &&
-                                  (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0>);
-/// The AVX-512 VNNI GEMM of Q5_0 / Q5_1 packs on the fly too, but they have no interleaved
-/// GEMV: their GEMV is the GGUF-layout AVX2 one, whose lanes sum in another order, so GEMM
-/// row m equals GEMV of row m within rounding, not bit for bit.
-template <class W, class A>
-constexpr bool gemm_row_is_gemv = !(std::is_same_v<A, hedge::arch::avx512vnni> &&
-                                    (std::is_same_v<W, q::q5_0> || std::is_same_v<W, q::q5_1>));
+                                  (std::is_same_v<W, q::q4_0> || std::is_same_v<W, q::q8_0> ||
+                                   std::is_same_v<W, q::q5_0> || std::is_same_v<W, q::q5_1>);
 
 /// Runs Y = X W^T in the layout `Layout` (plain or interleaved) of variant V
 /// and checks it against the references.
@@ -98,11 +93,7 @@ void check_gemm(std::size_t m_rows, std::size_t n, std::size_t kk, unsigned seed
           magnitude += std::fabs(wv * act.seen[j]);
         }
         const double rounding = 1e-5 * magnitude + 1e-6;
-        if constexpr (gemm_row_is_gemv<W, A>) {
-          ASSERT_EQ(got, row_y[c]) << "gemm row " << m << " col " << c << " differs from gemv";
-        } else {
-          ASSERT_NEAR(got, row_y[c], rounding) << "gemm row " << m << " col " << c << " vs gemv";
-        }
+        ASSERT_EQ(got, row_y[c]) << "gemm row " << m << " col " << c << " differs from gemv";
         EXPECT_NEAR(got, y_ref[m * y_stride + c], rounding) << m << "," << c;
         EXPECT_NEAR(got, exact, rounding) << m << "," << c;
       }
@@ -157,7 +148,12 @@ using InterleavedVariants =
                      variant<q::q4_k, hedge::arch::neon_dotprod>, variant<q::q4_0, hedge::arch::best>,
                      variant<q::q4_k, hedge::arch::best>, variant<q::q6_k, hedge::arch::scalar>,
                      variant<q::q6_k, hedge::arch::avx2>, variant<q::q6_k, hedge::arch::avx512vnni>,
-                     variant<q::q6_k, hedge::arch::neon_dotprod>, variant<q::q6_k, hedge::arch::best>>;
+                     variant<q::q6_k, hedge::arch::neon_dotprod>, variant<q::q6_k, hedge::arch::best>,
+                     variant<q::q5_0, hedge::arch::scalar>, variant<q::q5_0, hedge::arch::avx2>,
+                     variant<q::q5_0, hedge::arch::avx512vnni>, variant<q::q5_0, hedge::arch::neon_dotprod>,
+                     variant<q::q5_0, hedge::arch::best>, variant<q::q5_1, hedge::arch::scalar>,
+                     variant<q::q5_1, hedge::arch::avx2>, variant<q::q5_1, hedge::arch::avx512vnni>,
+                     variant<q::q5_1, hedge::arch::neon_dotprod>, variant<q::q5_1, hedge::arch::best>>;
 TYPED_TEST_SUITE(InterleavedGemm, InterleavedVariants);
 
 TYPED_TEST(InterleavedGemm, MatchesReferencesOnEdgeTiles) {
@@ -242,6 +238,28 @@ TEST(Repack, RoundTripsAndPadsTheLastGroup) {
   check_round_trip<q::q8_0>();
   check_round_trip<q::q4_k>();
   check_round_trip<q::q6_k>();
+  check_round_trip<q::q5_0>();
+  check_round_trip<q::q5_1>();
+}
+
+TEST(Repack, Q5FifthBitsRoundTripEveryPosition) {
+  // Each single fifth bit of each row lands on the bit of its quad word that lines up
+  // with its nibble's byte (repack.hpp), and comes back.
+  for (std::size_t r = 0; r < 8; ++r) {
+    for (std::size_t e = 0; e < 32; ++e) {
+      q::q5_0::block src{};
+      src.qh[e / 8] = static_cast<std::uint8_t>(1u << (e % 8));
+      k::interleaved<q::q5_0>::block group{};
+      k::interleaved<q::q5_0>::pack(group, r, src);
+      const std::size_t word = 2 * (e % 16 / 4) + e / 16, bit = 4 * r + e % 4;
+      for (std::size_t i = 0; i < sizeof group.qh; ++i) {
+        const unsigned expected = i == 4 * word + bit / 8 ? 1u << (bit % 8) : 0u;
+        ASSERT_EQ(group.qh[i], expected) << "row " << r << " element " << e << " byte " << i;
+      }
+      const auto back = k::original_block<q::q5_0>(group, r);
+      ASSERT_EQ(std::memcmp(back.qh, src.qh, sizeof src.qh), 0) << "row " << r << " element " << e;
+    }
+  }
 }
 
 TEST(Repack, Q4KScalesAndMinsRoundTripEveryValue) {

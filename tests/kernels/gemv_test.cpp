@@ -322,21 +322,22 @@ TEST(GemvQ5_0, Avx512VnniEqualsAvx2BitForBit) {
   }
 }
 
-// The AVX-512 VNNI interleaved Q6_K kernels (matmul/avx512_interleaved.hpp) equal the AVX2
-// ones bit for bit, GEMV and GEMM of 1 to 9 activation rows (the streamed tiles of up to 4
-// rows, then tiles of 4, 2 and 1): the same exact int32 lane sums and the same float
-// epilogue, at every level and scale extreme. 53 rows: streams, a pair, a padded group.
-TEST(GemvQ6_K, Avx512VnniInterleavedEqualsAvx2BitForBit) {
+// The AVX-512 VNNI interleaved kernels (matmul/avx512_interleaved.hpp) equal the AVX2
+// ones bit for bit, GEMV and GEMM of 1 to 9 activation rows (the streamed decode-batch
+// tiles of up to 8 rows, then tiles of 8, 4, 2 and 1): the same exact int32 lane sums and
+// the same float epilogue, at every level and scale extreme. 53 rows: streams, a pair, a
+// padded group.
+template <class W>
+void expect_avx512vnni_interleaved_equals_avx2() {
   if constexpr (hedge::test::may_run<hedge::arch::avx512vnni>) {
     if (!hedge::arch::avx512vnni::supported()) GTEST_SKIP() << "this CPU cannot run avx512vnni";
-    using W = q::q6_k;
     constexpr std::size_t rows = 53, kk = 1024, blocks = kk / W::block_elements;
     const auto w = arbitrary_blocks<W>(rows * blocks);
-    const hedge::matrix_view<const W::block> view(w.data(), rows, blocks);
-    std::vector<k::interleaved<W>::block> packed(k::interleaved_blocks<W>(rows, kk));
+    const hedge::matrix_view<const typename W::block> view(w.data(), rows, blocks);
+    std::vector<typename k::interleaved<W>::block> packed(k::interleaved_blocks<W>(rows, kk));
     const auto repacked = k::repack<W>(view, {packed.data(), packed.size()});
     ASSERT_TRUE(repacked);
-    for (std::size_t m_rows : {1u, 2u, 3u, 4u, 5u, 9u}) {
+    for (std::size_t m_rows : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u}) {
       auto x = hedge::test::random_floats(m_rows * kk, 23);
       const auto extreme = extreme_activation(kk);
       std::copy(extreme.begin(), extreme.end(), x.begin());
@@ -357,11 +358,20 @@ TEST(GemvQ6_K, Avx512VnniInterleavedEqualsAvx2BitForBit) {
   }
 }
 
-TEST(GemvQ6_K, ArbitraryBlocksMatchScalarInterleaved) {
-  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::scalar, true>();
-  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::avx2, true>();
-  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::avx512vnni, true>();
-  expect_arbitrary_blocks_match_scalar<q::q6_k, hedge::arch::neon_dotprod, true>();
+TEST(GemvQ6_K, Avx512VnniInterleavedEqualsAvx2BitForBit) { expect_avx512vnni_interleaved_equals_avx2<q::q6_k>(); }
+TEST(GemvQ5_0, Avx512VnniInterleavedEqualsAvx2BitForBit) { expect_avx512vnni_interleaved_equals_avx2<q::q5_0>(); }
+TEST(GemvQ5_1, Avx512VnniInterleavedEqualsAvx2BitForBit) { expect_avx512vnni_interleaved_equals_avx2<q::q5_1>(); }
+
+template <class W>
+void expect_arbitrary_blocks_match_scalar_interleaved() {
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::scalar, true>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::avx2, true>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::avx512vnni, true>();
+  expect_arbitrary_blocks_match_scalar<W, hedge::arch::neon_dotprod, true>();
 }
+
+TEST(GemvQ6_K, ArbitraryBlocksMatchScalarInterleaved) { expect_arbitrary_blocks_match_scalar_interleaved<q::q6_k>(); }
+TEST(GemvQ5_0, ArbitraryBlocksMatchScalarInterleaved) { expect_arbitrary_blocks_match_scalar_interleaved<q::q5_0>(); }
+TEST(GemvQ5_1, ArbitraryBlocksMatchScalarInterleaved) { expect_arbitrary_blocks_match_scalar_interleaved<q::q5_1>(); }
 
 }  // namespace

@@ -257,13 +257,10 @@ std::vector<forward_case> forward_cases() {
 INSTANTIATE_TEST_SUITE_P(Synthetic, SyntheticForward, ::testing::ValuesIn(forward_cases()),
                          [](const ::testing::TestParamInfo<forward_case>& info) { return info.param.name; });
 
-// A decode batch on the Q4_K_M-mix file (Q4_K, and Q6_K for attn_v, ffn_down and the
-// classifier: whole super-blocks, so every K-quant matrix repacked) equals each session
-// decoded alone bit for bit: each GEMM row of a small batch is its GEMV (on AVX-512 VNNI
-// the Q6_K and Q4_K tiles stream the weights as the GEMV does), at 1 and 2 threads.
-TEST(SyntheticBatch, Q4KMDecodeBatchEqualsEachSessionAlone) {
-  synthetic_llama spec = typed(head64_group2, gguf_type::q4_k);
-  spec.value = spec.down = spec.output = gguf_type::q6_k;
+// A decode batch equals each session decoded alone bit for bit when every matrix is
+// repacked: each GEMM row of a small batch is its GEMV (on AVX-512 VNNI the interleaved
+// tiles stream the weights as the GEMV does), at 1 and 2 threads.
+void expect_batch_equals_alone(const synthetic_llama& spec) {
   const auto loaded = load_synthetic(spec);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   const std::vector<std::vector<std::int32_t>> prompts{{1, 5, 9}, {1, 40}, {1, 7, 21, 33, 2, 60}};
@@ -296,6 +293,23 @@ TEST(SyntheticBatch, Q4KMDecodeBatchEqualsEachSessionAlone) {
       }
     }
   }
+}
+
+// The Q4_K_M mix (Q4_K, and Q6_K for attn_v, ffn_down and the classifier: whole
+// super-blocks, so every K-quant matrix repacked).
+TEST(SyntheticBatch, Q4KMDecodeBatchEqualsEachSessionAlone) {
+  synthetic_llama spec = typed(head64_group2, gguf_type::q4_k);
+  spec.value = spec.down = spec.output = gguf_type::q6_k;
+  expect_batch_equals_alone(spec);
+}
+
+// Rows of 128 and 160 (not whole super-blocks), as llama.cpp's Q4_K_M falls back for
+// Gemma 3 1B: Q5_0, Q5_1 for attn_v and ffn_down, a Q8_0 classifier.
+TEST(SyntheticBatch, Q5DecodeBatchEqualsEachSessionAlone) {
+  synthetic_llama spec = typed(head16_group4, gguf_type::q5_0);
+  spec.value = spec.down = gguf_type::q5_1;
+  spec.output = gguf_type::q8_0;
+  expect_batch_equals_alone(spec);
 }
 
 // ---- Bad input: each a result error with a message that says what is wrong. ----

@@ -47,6 +47,18 @@
 // bit moves, quant/q6_k.hpp). The scales are paired per row as Q4_K's mins are, so
 // one vpmaddwd applies two sub-blocks' scales to Q8_K's 16-element sums.
 //
+// Q5_0 / Q5_1 (8 rows x one 32-element block, 176 / 192 bytes: the GGUF bytes moved):
+//
+//   d[8] (Q5_1: then m[8]):  fp16                               (16 / 32 bytes)
+//   qh[4 w .. 4 w + 3]:  word w, little-endian; bit 4 r + i of word 2j is the fifth bit
+//                        of element 4j + i of row r, of word 2j + 1 that of 16 + 4j + i
+//   qs:  Q4_0's nibble quads                                     (128 bytes)
+//
+// so word 2j (2j + 1) lines up bit for byte with quad j's low (high) nibbles: bit p is
+// the fifth bit of byte p of the 32-byte load. The AVX-512 kernel takes the word as a
+// byte mask (one masked add of 16), the AVX2 and NEON ones spread it to bytes as their
+// GGUF-layout kernels spread qh (matmul/avx2_primitives.hpp's fifth_bits_32).
+//
 // Rows beyond a multiple of 8 are padded with zero blocks. Repacking is
 // explicit (`repack`), never done per call.
 #pragma once
@@ -62,6 +74,8 @@
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 
@@ -70,7 +84,7 @@ namespace hedge::kernels {
 /// Rows per interleaved group.
 inline constexpr std::size_t interleave_rows = 8;
 
-/// The 8-row interleaved layout of format W (defined for Q4_0, Q8_0, Q4_K and Q6_K),
+/// The 8-row interleaved layout of format W (defined for Q4_0, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K),
 /// with `pack` / `unpack` moving one row's block in and out of a group block.
 /// \tparam W the per-row format whose blocks are interleaved
 template <quant::BlockFormat W>
@@ -94,6 +108,35 @@ constexpr Block unpack_quads(const Group& group, std::size_t r) noexcept {
   for (std::size_t j = 0; j < Quads; ++j) {
     for (std::size_t i = 0; i < 4; ++i) b.qs[4 * j + i] = group.qs[32 * j + 4 * r + i];
   }
+  return b;
+}
+
+/// Moves row r's Q5_0 / Q5_1 block into (pack) or out of (unpack) a group: the scales
+/// and nibbles as Q4_0's; the fifth bits of quad j's low (high) nibbles, bits 4j .. 4j+3
+/// (16 + 4j ..) of qh, are nibble r of qh word 2j (2j + 1): byte r / 2, bits 4 (r % 2) ..
+template <class Group, class Block>
+constexpr void pack_q5(Group& dst, std::size_t r, const Block& src) noexcept {
+  pack_quads<4>(dst, r, src);
+  if constexpr (requires { src.m; }) dst.m[r] = src.m;
+  const std::uint32_t qh = static_cast<std::uint32_t>(src.qh[0]) | static_cast<std::uint32_t>(src.qh[1]) << 8 |
+                           static_cast<std::uint32_t>(src.qh[2]) << 16 | static_cast<std::uint32_t>(src.qh[3]) << 24;
+  const unsigned shift = 4 * (r % 2);
+  for (std::size_t w = 0; w < 8; ++w) {
+    const unsigned nibble = (qh >> (4 * (w / 2) + 16 * (w % 2))) & 0x0Fu;
+    std::uint8_t& byte = dst.qh[4 * w + r / 2];
+    byte = static_cast<std::uint8_t>((byte & ~(0x0Fu << shift)) | nibble << shift);
+  }
+}
+template <class Block, class Group>
+constexpr Block unpack_q5(const Group& group, std::size_t r) noexcept {
+  Block b = unpack_quads<4, Block>(group, r);
+  if constexpr (requires { b.m; }) b.m = group.m[r];
+  std::uint32_t qh = 0;
+  for (std::size_t w = 0; w < 8; ++w) {
+    const std::uint32_t nibble = (group.qh[4 * w + r / 2] >> (4 * (r % 2))) & 0x0Fu;
+    qh |= nibble << (4 * (w / 2) + 16 * (w % 2));
+  }
+  for (std::size_t i = 0; i < 4; ++i) b.qh[i] = static_cast<std::uint8_t>(qh >> (8 * i));
   return b;
 }
 
@@ -126,6 +169,39 @@ struct interleaved<quant::q8_0> {
   }
   static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
     return detail::unpack_quads<8, format::block>(group, r);
+  }
+};
+
+template <>
+struct interleaved<quant::q5_0> {
+  using format = quant::q5_0;
+  struct block {
+    hedge::f16 d[interleave_rows];
+    std::uint8_t qh[interleave_rows * 4];
+    std::uint8_t qs[interleave_rows * 16];
+  };
+  static constexpr void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    detail::pack_q5(dst, r, src);
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    return detail::unpack_q5<format::block>(group, r);
+  }
+};
+
+template <>
+struct interleaved<quant::q5_1> {
+  using format = quant::q5_1;
+  struct block {
+    hedge::f16 d[interleave_rows];
+    hedge::f16 m[interleave_rows];
+    std::uint8_t qh[interleave_rows * 4];
+    std::uint8_t qs[interleave_rows * 16];
+  };
+  static constexpr void pack(block& dst, std::size_t r, const format::block& src) noexcept {
+    detail::pack_q5(dst, r, src);
+  }
+  static constexpr format::block unpack(const block& group, std::size_t r) noexcept {
+    return detail::unpack_q5<format::block>(group, r);
   }
 };
 
@@ -218,6 +294,8 @@ struct interleaved<quant::q6_k> {
 };
 
 static_assert(sizeof(interleaved<quant::q4_0>::block) == 8 * sizeof(quant::q4_0::block));
+static_assert(sizeof(interleaved<quant::q5_0>::block) == 8 * sizeof(quant::q5_0::block));
+static_assert(sizeof(interleaved<quant::q5_1>::block) == 8 * sizeof(quant::q5_1::block));
 static_assert(sizeof(interleaved<quant::q6_k>::block) == 8 * sizeof(quant::q6_k::block));
 static_assert(sizeof(interleaved<quant::q8_0>::block) == 8 * sizeof(quant::q8_0::block));
 static_assert(sizeof(interleaved<quant::q4_k>::block) == 8 * sizeof(quant::q4_k::block) + 32);
@@ -228,7 +306,7 @@ concept Interleavable = quant::BlockFormat<W> && requires { typename interleaved
 
 /// A rows x K matrix in the interleaved layout: ceil(rows / 8) groups of
 /// K / block_elements blocks each, group-major. Non-owning, like matrix_view.
-/// \tparam W the per-row format (Q4_0, Q8_0, Q4_K or Q6_K)
+/// \tparam W the per-row format (Q4_0, Q8_0, Q5_0, Q5_1, Q4_K or Q6_K)
 template <Interleavable W>
 class interleaved_view {
  public:

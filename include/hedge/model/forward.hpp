@@ -31,8 +31,8 @@
 // prefill chunk, but row i is session i's next token, its attention is decode's over that
 // session's cache, and the classifier runs on every row. Its rows' logits equal decode()'s
 // of each session alone wherever the format's GEMM row equals its GEMV bit for bit (every
-// format but those AVX-512 VNNI packs on the fly from the file's layout: Q8_0 unrepacked,
-// Q5_0, Q5_1, whose rows differ by a few ulps; kernels/gemm.hpp).
+// format but those AVX-512 VNNI packs on the fly from the file's layout when they are not
+// repacked, Q8_0 by default, whose rows differ by a few ulps; kernels/gemm.hpp).
 // RoPE pairs adjacent elements (2i, 2i+1) in llama and smollm3, as llama2.c and GGUF
 // "llama" do (GGUF's converter permutes Hugging Face's Q and K rows into that order), and
 // the NeoX halves (i, i + rope_dim/2) in the others (config.rope_layout).
@@ -45,7 +45,7 @@
 // local) the local layers share the one cache and their attention sees the last window of
 // it (kv_sequence_view::windowed).
 //
-// Weights at make(): Q4_0 and Q4_K matrices (and Q8_0 ones on request) are repacked into
+// Weights at make(): Q4_0, Q5_0, Q5_1, Q4_K and Q6_K matrices (and Q8_0 ones on request) are repacked into
 // kernels/repack.hpp's interleaved layout (`llama_options::repack`), and Q/K/V, and gate/up, become one matrix
 // each when their formats and row lengths match (`llama_options::fuse`): free for
 // repacked matrices, whose interleaved copy is laid out end to end, a copy of the
@@ -106,7 +106,8 @@ namespace hedge::model {
 /// Which matrices are repacked into the interleaved layout (kernels/repack.hpp) at make().
 enum class llama_repack {
   none,    ///< every matrix in the file's layout
-  decode,  ///< Q4_0 and Q4_K: their interleaved GEMV and GEMM both outrun the file layout's
+  decode,  ///< every interleaved format but Q8_0 (Q4_0, Q5_0, Q5_1, Q4_K, Q6_K): their
+           ///< interleaved GEMV and GEMM outrun the file layout's kernels
   all,     ///< also Q8_0, as os::make_llama makes models: on the 1B-class Q8_0 files its
            ///< interleaved GEMV and GEMM took about half the file layout's CPU time (docs/model.md)
 };

@@ -15,7 +15,7 @@
 // firmware image reads a GGUF in flash this way).
 //
 // A matrix is in one of two layouts: the file's (row-major, `interleaved` false) or
-// kernels/repack.hpp's 8-row interleaved groups (Q4_0, Q8_0, Q4_K), which the GEMV and
+// kernels/repack.hpp's 8-row interleaved groups (Q4_0, Q8_0, Q5_0, Q5_1, Q4_K, Q6_K), which the GEMV and
 // GEMM kernels of those formats run faster on. `pack_matrices` builds the interleaved
 // copy once at load time, and can lay several matrices of one format and row length end
 // to end as one (Q/K/V, gate/up): the concatenation costs nothing beyond the repack,

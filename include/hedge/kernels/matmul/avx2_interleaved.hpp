@@ -14,6 +14,11 @@
 //         prepared with the activation), cvt, fma with d_w[8] * d_x
 //   Q8_0: |w| . sign(x, w) per quad, vpmaddwd each (two int8 pairs can reach
 //         2 * 127 * 127), int32 sum, cvt, fma
+//   Q5_0, Q5_1: Q4_0's nibbles with the fifth bits or-ed in as 16 (fifth_bits_32 of the
+//         quad's qh word), vpmaddubsw summed in int16 over two quads (4 * 2 * 31 * 127 =
+//         31496 < 32767), vpmaddwd per pair of quads; Q5_0 minus 16 * sum(x) per block
+//         (twice the prepared offset), Q5_1 plus fma(sum(x), m_w * d_x) after the levels'
+//         fma, as the GGUF-layout kernel (avx2_gemv.hpp)
 //   Q6_K: per pair of quads, vpmaddubsw(6-bit levels, x) summed in int16, then
 //         vpmaddwd by the rows' int8 sub-block scales; the "- 32" of every level
 //         through Q8_K's 16-element sums, one vpmaddwd per pair of sub-blocks, as in
@@ -53,6 +58,8 @@
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -176,6 +183,46 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::
   for (int m = 0; m < M; ++m) {
     const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(x[m].scales + b));
     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), scale, acc[m]);
+  }
+}
+
+/// Q5_0 / Q5_1: the 5-bit levels against x (see the file comment for the sums' bounds).
+template <int M, class W>
+  requires(std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1>)
+HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const typename interleaved<W>::block& g,
+                                                       const activation_row<W>* x, std::size_t b,
+                                                       __m256 (&acc)[M]) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i dots[M];
+  for (int m = 0; m < M; ++m) dots[m] = _mm256_setzero_si256();
+  HEDGE_UNROLL(1)
+  for (int j = 0; j < 4; j += 2) {
+    __m256i sums[M];
+    for (int m = 0; m < M; ++m) sums[m] = _mm256_setzero_si256();
+    for (int i = j; i < j + 2; ++i) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.qs + 32 * i));
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, low4), fifth_bits_32(g.qh + 8 * i));
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), fifth_bits_32(g.qh + 8 * i + 4));
+      for (int m = 0; m < M; ++m) {
+        const std::int8_t* xq = x[m].blocks[b].qs;
+        sums[m] = _mm256_add_epi16(sums[m], _mm256_add_epi16(madd_u8s8_i16(lo, broadcast_quad(xq + 4 * i)),
+                                                             madd_u8s8_i16(hi, broadcast_quad(xq + 16 + 4 * i))));
+      }
+    }
+    for (int m = 0; m < M; ++m) dots[m] = _mm256_add_epi32(dots[m], sum_pairs_i16(sums[m]));
+  }
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d)));
+  for (int m = 0; m < M; ++m) {
+    const __m256 dx = _mm256_broadcast_ss(x[m].scales + b);
+    if constexpr (std::is_same_v<W, quant::q5_0>) {
+      const __m256i dot = _mm256_sub_epi32(dots[m], _mm256_set1_epi32(2 * x[m].offsets[b]));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc[m]);
+    } else {
+      const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.m)));
+      const __m256 x_sum = _mm256_set1_ps(static_cast<float>(x[m].offsets[b] / 8));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[m]), _mm256_mul_ps(dw, dx), acc[m]);
+      acc[m] = _mm256_fmadd_ps(x_sum, _mm256_mul_ps(mw, dx), acc[m]);
+    }
   }
 }
 

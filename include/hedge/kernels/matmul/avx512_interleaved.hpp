@@ -1,6 +1,6 @@
 // hedge/kernels/matmul/avx512_interleaved.hpp: AVX-512 VNNI kernels for the 8-row
-// interleaved Q4_0 and Q8_0 layouts (repack.hpp): the GEMM of prefill, the GEMV of
-// decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the
+// interleaved Q4_0, Q8_0, Q5_0 and Q5_1 layouts (repack.hpp): the GEMM of prefill, the GEMV
+// of decode, and the GGUF-layout GEMM, which packs 16-row slices into this layout on the
 // fly; and the interleaved Q4_K and Q6_K GEMV and GEMM.
 //
 // A 512-bit vector holds two consecutive groups (16 weight rows, whose outputs
@@ -32,15 +32,14 @@
 // (gemv_streams.hpp; with the AVX2 GEMV's prefetch, Q4_K and Q6_K with prefetch_into_l2)
 // x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
-// Q5_0 and Q5_1 have no interleaved layout (their GEMV streams the GGUF rows, avx2_gemv.hpp);
-// their GGUF-layout GEMM packs 16-row slices on the fly as Q4_0's does, into `tile_group`'s
-// unpacked form: the 5-bit levels as bytes (quads as Q8_0's), so the block body is
+// Q5_0, Q5_1: Q4_0's nibbles, each quad's fifth bits added as 16 where the quad's qh word
+// (repack.hpp), taken as a byte mask, has them set (one masked vpaddb per vector):
 //
 //   Q5_0: vpdpbusd(levels, x); minus 16 * sum(x) per block (twice the prepared offset),
 //         cvt, fma with d_w[16] * d_x
 //   Q5_1: vpdpbusd(levels, x), cvt, fma with d_w[16] * d_x; plus fma(sum(x), m_w[16] * d_x)
 //
-// Bit-identical to the AVX2 kernels (Q4_0, Q8_0): the int32 block sums are exact in both
+// Bit-identical to the AVX2 kernels (every format): the int32 block sums are exact in both
 // (the AVX2 int16 partial sums cannot saturate, see avx2_interleaved.hpp), and
 // the float epilogue is the same operations in the same order per lane. So
 // GEMM row m still equals GEMV of row m, for any thread count.
@@ -73,52 +72,6 @@
 namespace hedge::kernels::matmul {
 
 namespace avx512 {
-
-/// The 8-row group block the 512-bit tile reads for format W, and how a row's GGUF block
-/// is packed into it: interleaved<W>'s (Q4_0, Q8_0), or for Q5_0 / Q5_1, which are packed
-/// only on the fly by gemm_rows, 8 rows' 5-bit levels unpacked to bytes, quad j of row r
-/// at bytes [32 j + 4 r, +4) (Q8_0's interleaving), with the rows' d (and Q5_1's m).
-template <class W>
-struct tile_group {
-  using block = typename interleaved<W>::block;
-  static void pack(block& dst, std::size_t r, const typename W::block& src) noexcept {
-    interleaved<W>::pack(dst, r, src);
-  }
-};
-
-/// Row r's 32 levels (nibbles or-ed with the fifth bits, as the AVX2 GEMV makes them)
-/// into the quads of an unpacked Q5 group.
-template <class Group, class Block>
-HEDGE_TARGET_AVX512VNNI inline void pack_q5_levels(Group& dst, std::size_t r, const Block& src) noexcept {
-  dst.d[r] = src.d;
-  alignas(32) std::uint8_t levels[32];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(levels), avx2::q5_levels_32(src.qs, src.qh));
-  for (std::size_t j = 0; j < 8; ++j) std::memcpy(dst.qs + 32 * j + 4 * r, levels + 4 * j, 4);
-}
-
-template <>
-struct tile_group<quant::q5_0> {
-  struct block {
-    hedge::f16 d[interleave_rows];
-    std::uint8_t qs[interleave_rows * 32];
-  };
-  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_0::block& src) noexcept {
-    pack_q5_levels(dst, r, src);
-  }
-};
-
-template <>
-struct tile_group<quant::q5_1> {
-  struct block {
-    hedge::f16 d[interleave_rows];
-    hedge::f16 m[interleave_rows];
-    std::uint8_t qs[interleave_rows * 32];
-  };
-  HEDGE_TARGET_AVX512VNNI static void pack(block& dst, std::size_t r, const quant::q5_1::block& src) noexcept {
-    pack_q5_levels(dst, r, src);
-    dst.m[r] = src.m;
-  }
-};
 
 /// 4 int8 values broadcast to the 16 int32 lanes.
 HEDGE_TARGET_AVX512VNNI inline __m512i broadcast_quad(const std::int8_t* p) noexcept {
@@ -410,24 +363,40 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
   }
 }
 
-/// Q5_0 / Q5_1 (unpacked levels): the levels against x (even and odd quads in two
-/// vpdpbusd chains per row); Q5_0 subtracts 16 * sum(x) per block (twice the prepared
-/// offset), Q5_1 adds m_w * d_x * sum(x).
+/// The fifth bits of quad word w (repack.hpp) of group 0 and of group 1 as the byte mask
+/// of a load_pair vector: group 0's 32 bytes, then group 1's.
+template <class Block>
+HEDGE_TARGET_AVX512VNNI inline __mmask64 fifth_bits_pair(const Block& b0, const Block& b1, int w) noexcept {
+  std::uint32_t lo, hi;
+  std::memcpy(&lo, b0.qh + 4 * w, 4);
+  std::memcpy(&hi, b1.qh + 4 * w, 4);
+  return _cvtu64_mask64(static_cast<std::uint64_t>(hi) << 32 | lo);
+}
+
+/// Q5_0 / Q5_1: the 5-bit levels against x (even and odd quads' products in two vpdpbusd
+/// chains per row, as Q4_0's low and high nibbles); Q5_0 subtracts 16 * sum(x) per block
+/// (twice the prepared offset), Q5_1 adds m_w * d_x * sum(x).
 template <int M, class W>
   requires(std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1>)
-HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename tile_group<W>::block& b0,
-                                                            const typename tile_group<W>::block& b1,
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename interleaved<W>::block& b0,
+                                                            const typename interleaved<W>::block& b1,
                                                             const activation_row<W>* x, std::size_t xb,
                                                             __m512 (&acc)[M]) noexcept {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i sixteen = _mm512_set1_epi8(0x10);
   __m512i even[M], odd[M];
   for (int m = 0; m < M; ++m) even[m] = odd[m] = _mm512_setzero_si512();
   HEDGE_UNROLL(4)
-  for (int j = 0; j < 8; j += 2) {
-    const __m512i l0 = load_pair(b0, b1, j), l1 = load_pair(b0, b1, j + 1);
+  for (int j = 0; j < 4; ++j) {
+    const __m512i q = load_pair(b0, b1, j);
+    const __m512i lo_nibbles = _mm512_and_si512(q, low4);
+    const __m512i hi_nibbles = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+    const __m512i lo = _mm512_mask_add_epi8(lo_nibbles, fifth_bits_pair(b0, b1, 2 * j), lo_nibbles, sixteen);
+    const __m512i hi = _mm512_mask_add_epi8(hi_nibbles, fifth_bits_pair(b0, b1, 2 * j + 1), hi_nibbles, sixteen);
     for (int m = 0; m < M; ++m) {
-      const std::int8_t* xq = x[m].blocks[xb].qs + 4 * j;
-      even[m] = _mm512_dpbusd_epi32(even[m], l0, broadcast_quad(xq));
-      odd[m] = _mm512_dpbusd_epi32(odd[m], l1, broadcast_quad(xq + 4));
+      const std::int8_t* xq = x[m].blocks[xb].qs;
+      even[m] = _mm512_dpbusd_epi32(even[m], lo, broadcast_quad(xq + 4 * j));
+      odd[m] = _mm512_dpbusd_epi32(odd[m], hi, broadcast_quad(xq + 16 + 4 * j));
     }
   }
   const __m512 dw = scales_pair(b0, b1);
@@ -483,7 +452,7 @@ inline constexpr bool spills_above_4 = std::is_same_v<W, quant::q4_k> || std::is
 /// with L1 prefetches and 0.83 with L2 ones; the Q4_0 GEMV the same either way, the Q8_0
 /// GEMV 0.87 against 0.73 (L1 kept).
 template <int M, int P, class W, bool Streamed = (M == 1)>
-HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
   __m512 acc[P][M];
   load_tile(acc, out);
@@ -520,7 +489,7 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename tile_group<W>::block* grou
 /// `rows` activation rows against two groups (blocks [x_block, x_block + blocks) of
 /// the activation): tiles of 8, 4, 2, then 1 rows.
 template <class W>
-HEDGE_TARGET_AVX512VNNI void pair_rows(const typename tile_group<W>::block* group, std::size_t blocks,
+HEDGE_TARGET_AVX512VNNI void pair_rows(const typename interleaved<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, std::size_t rows,
                                        tile_out out) noexcept {
   const auto at = [&](std::size_t m) {
@@ -603,12 +572,12 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved
 }  // namespace avx512
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
-/// VNNI, Q4_0, Q8_0, Q4_K and Q6_K. The run's full groups are read as gemv_streams long
+/// VNNI, Q4_0, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K. The run's full groups are read as gemv_streams long
 /// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
 /// the AVX2 kernel.
 template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k> ||
-           std::is_same_v<W, quant::q6_k>)
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
+           std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
   const stream_split split(groups, valid);
@@ -623,13 +592,13 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 }
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
-/// rows in all) and `rows` activation rows, AVX-512 VNNI, Q4_0, Q8_0, Q4_K and Q6_K: up to
+/// rows in all) and `rows` activation rows, AVX-512 VNNI, every interleaved format: up to
 /// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
 /// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
 /// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
 template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q4_k> ||
-           std::is_same_v<W, quant::q6_k>)
+  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
+           std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid) noexcept {
@@ -647,12 +616,12 @@ void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 
 /// Y[m][r] for every weight row r of a GGUF-layout slice of at most 16 rows and
 /// activation row m < rows, AVX-512 VNNI, Q4_0, Q8_0, Q5_0 and Q5_1: the slice is packed
-/// into avx512::tile_group's layout on the fly, `pack_blocks` blocks of K at a time, in a
-/// buffer on the stack (17 KiB for Q8_0 and the Q5s) that stays in L1 while every
+/// into the interleaved layout on the fly, `pack_blocks` blocks of K at a time, in a
+/// buffer on the stack (at most 17 KiB, Q8_0's) that stays in L1 while every
 /// activation row passes over it; each chunk continues the sums of the one before. The
 /// packing is one pass over the slice's bytes per call, against a tile's pass per 8
-/// activation rows. Rows past the slice's end are zero blocks, never stored. Q4_0 and
-/// Q8_0 equal the interleaved GEMM bit for bit (not the GGUF-layout GEMV, whose lanes sum
+/// activation rows. Rows past the slice's end are zero blocks, never stored. The rows
+/// equal the interleaved GEMM's bit for bit (not the GGUF-layout GEMV, whose lanes sum
 /// in another order).
 template <class W>
   requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
@@ -660,7 +629,7 @@ template <class W>
 void gemm_rows(arch::avx512vnni, W, matrix_view<const typename W::block> w, const activation_row<W>* x,
                std::size_t rows, float* y, std::size_t y_stride) noexcept {
   constexpr std::size_t pack_blocks = 32;
-  using packed_block = typename avx512::tile_group<W>::block;
+  using packed_block = typename interleaved<W>::block;
   packed_block packed[2 * pack_blocks];
   const std::size_t valid = w.rows() < 2 * interleave_rows ? w.rows() : 2 * interleave_rows;
   for (std::size_t first = 0; first < w.cols(); first += pack_blocks) {
@@ -670,7 +639,7 @@ void gemm_rows(arch::avx512vnni, W, matrix_view<const typename W::block> w, cons
         packed_block& dst = packed[g * n + b];
         for (std::size_t r = 0; r < interleave_rows; ++r) {
           const std::size_t row = g * interleave_rows + r;
-          avx512::tile_group<W>::pack(dst, r, row < valid ? w(row, first + b) : typename W::block{});
+          interleaved<W>::pack(dst, r, row < valid ? w(row, first + b) : typename W::block{});
         }
       }
     }

@@ -4,6 +4,9 @@
 // activation's 4 values broadcast to every lane gives each row's partial dot
 // in its own int32 lane, so the 8 rows' results need no horizontal sums.
 // Q4_0 nibbles become signed (n - 8) before sdot, so no offset is needed.
+// Q5_0 / Q5_1 levels: the nibbles with the quad's fifth bits or-ed in (fifth_bits of its
+// qh word, repack.hpp), made signed (n - 16) for Q5_0; Q5_1's minimum is added apart
+// (m_w * d_x * sum(x)).
 // Q4_K nibbles stay unsigned (0..15 is a valid int8); each sub-block's sdot
 // sums are multiplied by the rows' 6-bit scales (vmla), and the mins applied
 // through Q8_K's block sums (vmlal by the rows' min pairs, then vpadd).
@@ -28,6 +31,8 @@
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
 #include "hedge/quant/q6_k.hpp"
 #include "hedge/quant/q8_0.hpp"
 #include "hedge/quant/q8_k.hpp"
@@ -121,6 +126,46 @@ HEDGE_TARGET_DOTPROD HEDGE_ALWAYS_INLINE void group_block(const interleaved<quan
     }
   }
   scale_accumulate<M>(acc, dots, g.d, x, b);
+}
+
+/// Q5_0 / Q5_1: sdot of the 5-bit levels (signed n - 16 for Q5_0).
+template <int M, class W>
+  requires(std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1>)
+HEDGE_TARGET_DOTPROD HEDGE_ALWAYS_INLINE void group_block(const typename interleaved<W>::block& g,
+                                                          const activation_row<W>* x, std::size_t b,
+                                                          float32x4_t (&acc)[M][2]) noexcept {
+  constexpr bool has_min = std::is_same_v<W, quant::q5_1>;
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  const int8x16_t offset = vdupq_n_s8(has_min ? 0 : 16);
+  const auto levels = [&](uint8x16_t nibbles, uint8x16_t fifth) HEDGE_TARGET_DOTPROD {
+    return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(nibbles, fifth)), offset);
+  };
+  int32x4_t dots[M][2];
+  for (int m = 0; m < M; ++m) dots[m][0] = dots[m][1] = vdupq_n_s32(0);
+  for (int j = 0; j < 4; ++j) {
+    const uint8x16_t q0 = vld1q_u8(g.qs + 32 * j), q1 = vld1q_u8(g.qs + 32 * j + 16);
+    const uint8x16x2_t fifth_lo = fifth_bits(g.qh + 8 * j), fifth_hi = fifth_bits(g.qh + 8 * j + 4);
+    const int8x16_t lo0 = levels(vandq_u8(q0, low4), fifth_lo.val[0]);
+    const int8x16_t lo1 = levels(vandq_u8(q1, low4), fifth_lo.val[1]);
+    const int8x16_t hi0 = levels(vshrq_n_u8(q0, 4), fifth_hi.val[0]);
+    const int8x16_t hi1 = levels(vshrq_n_u8(q1, 4), fifth_hi.val[1]);
+    for (int m = 0; m < M; ++m) {
+      const int8x16_t x_lo = broadcast_quad(x[m].blocks[b].qs + 4 * j);
+      const int8x16_t x_hi = broadcast_quad(x[m].blocks[b].qs + 16 + 4 * j);
+      dots[m][0] = neon::sdot(neon::sdot(dots[m][0], lo0, x_lo), hi0, x_hi);
+      dots[m][1] = neon::sdot(neon::sdot(dots[m][1], lo1, x_lo), hi1, x_hi);
+    }
+  }
+  scale_accumulate<M>(acc, dots, g.d, x, b);
+  if constexpr (has_min) {
+    const float32x4_t m0 = load4(g.m), m1 = load4(g.m + 4);
+    for (int m = 0; m < M; ++m) {
+      const float dx = x[m].scales[b];
+      const float32x4_t x_sum = vdupq_n_f32(static_cast<float>(x[m].offsets[b] / 8));
+      acc[m][0] = vfmaq_f32(acc[m][0], x_sum, vmulq_n_f32(m0, dx));
+      acc[m][1] = vfmaq_f32(acc[m][1], x_sum, vmulq_n_f32(m1, dx));
+    }
+  }
 }
 
 /// Bytes 0-3 / 4-7 of 8 unsigned bytes (one per row) widened to int32 lanes.
