@@ -108,7 +108,14 @@ build_cell() {
 # hedge's sources, and znver4, sapphirerapids and an AVX-512 VNNI host's native all give
 # avx512vnni. The newest clang compiles the target-independent code (x86-64), the newest
 # x86 ISA and the aarch64 dot-product kernels; clang 14 and g++ take the other cells.
+# x86-64-v3 is alderlake's code: every x86 -march compiles the same kernels (arch::compiled,
+# each under its own target attribute); -march=alderlake enables all of x86-64-v3 (AVX2, FMA,
+# F16C, BMI, MOVBE) plus AVX-VNNI, and its native tag avxvnni derives from avx2 with no kernels
+# of its own, so it resolves every overload to avx2's as x86-64-v3 does, and both dispatch
+# `arch::best` at run time.
 declare -A ci_covered=(
+  ["g++ x86-64-v3"]="alderlake (a superset of x86-64-v3; native avxvnni runs avx2's kernels)"
+  ["clang++ x86-64-v3"]="alderlake (a superset of x86-64-v3; native avxvnni runs avx2's kernels)"
   ["g++ x86-64"]="./scripts/test.sh asan (-march=x86-64)"
   ["g++ native"]="./scripts/test.sh release"
   ["g++ sapphirerapids"]="znver4 (avx512vnni)"
