@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "hedge/os/thread_pool.hpp"
@@ -26,9 +27,11 @@ template <class Elem>
 class PrefillAttention : public ::testing::Test {};
 TYPED_TEST_SUITE(PrefillAttention, hedge::test::kv_elements);
 
-template <class Elem, class Exec>
-void check_prefill(const kv::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
-                   const std::vector<float>& q, const attention::attention_params& p, Exec& exec, const char* what) {
+// The reference for a block of `tokens` queries ending the view: one reference call per
+// query token, keys up to and including its own position.
+template <class Elem>
+std::vector<double> prefill_reference(const kv::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
+                                      const std::vector<float>& q, const attention::attention_params& p) {
   const std::size_t dim = view.head_dim(), q_heads = q.size() / (tokens * dim);
   std::vector<double> want(q.size());
   for (std::size_t i = 0; i < tokens; ++i) {
@@ -38,6 +41,16 @@ void check_prefill(const kv::kv_sequence_view<Elem>& view, std::size_t layer, st
                                                       attention::prefill_first_key(pos, view.window()), pos + 1, pos);
     std::copy(row.begin(), row.end(), want.begin() + static_cast<std::ptrdiff_t>(i * q_heads * dim));
   }
+  return want;
+}
+
+// Prefill with every arch variant this build compiles and this CPU runs, against `want`
+// (prefill_reference of the same view, block, queries and parameters).
+template <class Elem, class Exec>
+void check_prefill(const kv::kv_sequence_view<Elem>& view, std::size_t layer, std::size_t tokens,
+                   const std::vector<float>& q, const attention::attention_params& p, const std::vector<double>& want,
+                   Exec& exec, const char* what) {
+  const std::size_t dim = view.head_dim(), q_heads = q.size() / (tokens * dim);
   std::vector<float> out(q.size());
   std::vector<float> workspace(
       attention::prefill_workspace_floats(q_heads, view.kv_heads(), dim, exec.concurrency()));
@@ -72,8 +85,10 @@ TYPED_TEST(PrefillAttention, MatchesFloat64Reference) {
         const auto q = hedge::test::random_floats(tokens * q_heads * dim, rng);
         char what[64];
         std::snprintf(what, sizeof what, "dim %zu group %zu tokens %zu", dim, group, tokens);
-        check_prefill(*cache->view(seq), 0, tokens, q, {1.f / std::sqrt(static_cast<float>(dim))}, serial, what);
-        check_prefill(*cache->view(seq), 0, tokens, q, {1.f / std::sqrt(static_cast<float>(dim))}, pool, what);
+        const attention::attention_params p{1.f / std::sqrt(static_cast<float>(dim))};
+        const auto want = prefill_reference(*cache->view(seq), 0, tokens, q, p);
+        check_prefill(*cache->view(seq), 0, tokens, q, p, want, serial, what);
+        check_prefill(*cache->view(seq), 0, tokens, q, p, want, pool, what);
       }
     }
   }
@@ -87,9 +102,11 @@ TYPED_TEST(PrefillAttention, SlidingWindowSoftcapAlibi) {
   const std::size_t tokens = 120;  // needs keys from 300 - 120 - 49 = 131 on: still in the 256-token ring
   const auto q = hedge::test::random_floats(tokens * 4 * 64, rng, 2.f);
   const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
-  check_prefill(filled.view(), 0, tokens, q, {0.125f}, serial, "window");
-  check_prefill(filled.view(), 0, tokens, q, {0.125f, 4.f}, serial, "window softcap");
-  check_prefill(filled.view(), 0, tokens, q, {0.125f, 0.f, slopes}, serial, "window alibi");
+  for (const auto& [p, what] : {std::pair<attention::attention_params, const char*>{{0.125f}, "window"},
+                                {{0.125f, 4.f}, "window softcap"},
+                                {{0.125f, 0.f, slopes}, "window alibi"}}) {
+    check_prefill(filled.view(), 0, tokens, q, p, prefill_reference(filled.view(), 0, tokens, q, p), serial, what);
+  }
   // A block reaching back past the ring is an error, not garbage.
   std::vector<float> big(250 * 4 * 64), out(big.size()), workspace(attention::prefill_workspace_floats(4, 1, 64, 1));
   EXPECT_EQ(attention::prefill_attention(filled.view(), 0, 250, big, out, {0.125f}, workspace).error().code(),

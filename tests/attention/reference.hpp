@@ -38,37 +38,48 @@ using kv_elements = ::testing::Types<kv::kv_f32, kv::kv_f16, kv::kv_bf16, kv::kv
 /// out[h] = sum_i softmax_i(logit(q_h, k_i)) v_i in double over key positions
 /// [key_begin, key_end) (K/V decoded with the element's own decode, so only the
 /// attention math is checked); query_pos is the query's position (ALiBi).
+/// Each key and value is decoded once per KV head and used by the group's query heads
+/// (decoding dominated the reference's time, and the qemu-aarch64 run's).
 template <class Elem>
 std::vector<double> reference_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t layer,
                                         std::span<const float> q, const attention::attention_params& p,
                                         std::uint64_t key_begin, std::uint64_t key_end,
                                         std::uint64_t query_pos) {
   const std::size_t dim = kv.head_dim(), q_heads = q.size() / dim, group = q_heads / kv.kv_heads();
+  const auto keys = static_cast<std::size_t>(key_end - key_begin);
   std::vector<double> out(q.size(), 0.0);
   std::vector<float> key(dim), value(dim);
-  std::vector<double> logits;
-  for (std::size_t h = 0; h < q_heads; ++h) {
-    const std::size_t kv_head = h / group;
-    logits.assign(static_cast<std::size_t>(key_end - key_begin), 0.0);
+  std::vector<double> logits(group * keys), sums(group);
+  for (std::size_t kv_head = 0; kv_head < kv.kv_heads(); ++kv_head) {
+    const std::size_t first = kv_head * group;
     for (std::uint64_t pos = key_begin; pos < key_end; ++pos) {
       const auto run = kv.contiguous(layer, kv_head, pos, pos + 1);
       Elem::decode(std::span(run.keys, kv.vector_units()), key);
-      double dot = 0;
-      for (std::size_t j = 0; j < dim; ++j) dot += static_cast<double>(q[h * dim + j]) * key[j];
-      double logit = dot * p.scale;
-      if (p.softcap > 0) logit = p.softcap * std::tanh(logit / p.softcap);
-      if (!p.alibi_slopes.empty())
-        logit += p.alibi_slopes[h] * (static_cast<double>(pos) - static_cast<double>(query_pos));
-      logits[pos - key_begin] = logit;
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t h = first + g;
+        double dot = 0;
+        for (std::size_t j = 0; j < dim; ++j) dot += static_cast<double>(q[h * dim + j]) * key[j];
+        double logit = dot * p.scale;
+        if (p.softcap > 0) logit = p.softcap * std::tanh(logit / p.softcap);
+        if (!p.alibi_slopes.empty())
+          logit += p.alibi_slopes[h] * (static_cast<double>(pos) - static_cast<double>(query_pos));
+        logits[g * keys + (pos - key_begin)] = logit;
+      }
     }
-    const double max = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (double& l : logits) sum += (l = std::exp(l - max));
+    for (std::size_t g = 0; g < group; ++g) {
+      const auto row = std::span(logits).subspan(g * keys, keys);
+      const double max = *std::max_element(row.begin(), row.end());
+      sums[g] = 0;
+      for (double& l : row) sums[g] += (l = std::exp(l - max));
+    }
     for (std::uint64_t pos = key_begin; pos < key_end; ++pos) {
       const auto run = kv.contiguous(layer, kv_head, pos, pos + 1);
       Elem::decode(std::span(run.values, kv.vector_units()), value);
-      const double w = logits[pos - key_begin] / sum;
-      for (std::size_t j = 0; j < dim; ++j) out[h * dim + j] += w * value[j];
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t h = first + g;
+        const double w = logits[g * keys + (pos - key_begin)] / sums[g];
+        for (std::size_t j = 0; j < dim; ++j) out[h * dim + j] += w * value[j];
+      }
     }
   }
   return out;
