@@ -33,7 +33,9 @@
 // holds this to the float tolerance against the float64 reference on the rounded query.
 // So does the bf16 key path: each bf16 x bf16 product is exact in float, so its logits
 // are those of the bf16-rounded query (round to nearest even, as ggml's flash attention
-// converts Q for bf16 K) up to float summation; values stay float FMAs.
+// converts Q for bf16 K) up to float summation; values stay float FMAs. vdpbf16ps reads
+// denormal inputs as zero and ignores MXCSR: a bf16 denormal is below 1.2e-38, so this
+// moves no logit by more than float rounding.
 //
 // The arch tag is avx512vnni (HEDGE_TARGET_AVX512VNNI): an AVX-512 CPU without VNNI
 // (Skylake-SP) runs the AVX2 kernel. head_dim not a multiple of 16 with float KV also
