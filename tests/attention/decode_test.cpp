@@ -11,10 +11,12 @@
 // below 3e-6.
 //
 // The AVX2, AVX-512 and NEON kernels round the query to Q8_0 for q8_0/q4_0 keys (integer
-// q.k, as llama.cpp's vec_dot for quantized K does): they are held to the same 2e-5 against the reference on the
+// q.k, as llama.cpp's vec_dot for quantized K does), and the AVX-512 kernel rounds it to
+// bf16 for bf16 keys where the CPU has AVX512_BF16 (vdpbf16ps, as ggml's flash attention
+// for bf16 K): they are held to the same 2e-5 against the reference on the
 // rounded query, and against the reference on the original query to the bound
 // the rounding implies (query_rounding_bound: (e^(2E) - 1) max|v| / max|out|, E
-// the largest logit change), measured at 2e-3..5e-3 of max |output| here.
+// the largest logit change), measured at 2e-3..5e-3 of max |output| here (Q8_0).
 #include "hedge/attention/decode.hpp"
 
 #include <gtest/gtest.h>
@@ -48,9 +50,15 @@ void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t
                              const std::vector<float>& q, const attention::attention_params& p, std::size_t splits,
                              const char* what, E&& executor = E{}) {
   const auto want = hedge::test::reference_attention(view, layer, q, p, view.begin(), view.end(), view.end() - 1);
-  // What the SIMD kernels compute for block-quantized keys: attention of the Q8_0-rounded query.
-  constexpr bool rounds_query = std::is_same_v<Elem, kv::kv_q8_0> || std::is_same_v<Elem, kv::kv_q4_0>;
-  const auto rounded = rounds_query ? hedge::test::q8_0_rounded(q, view.head_dim()) : q;
+  // What the SIMD kernels compute for block-quantized keys: attention of the Q8_0-rounded
+  // query; for bf16 keys, the AVX-512 kernel on an AVX512_BF16 CPU: of the bf16-rounded one.
+  constexpr bool q8_0_query = std::is_same_v<Elem, kv::kv_q8_0> || std::is_same_v<Elem, kv::kv_q4_0>;
+  constexpr bool bf16_keys = std::is_same_v<Elem, kv::kv_bf16>;
+  const bool rounds_query =
+      q8_0_query || (bf16_keys && hedge::test::dots_bf16_keys_in_bf16<hedge::arch::avx512vnni>(view.head_dim()));
+  const auto rounded = q8_0_query  ? hedge::test::q8_0_rounded(q, view.head_dim())
+                       : bf16_keys ? hedge::test::bf16_rounded(q)
+                                   : q;
   const auto want_rounded =
       rounds_query ? hedge::test::reference_attention(view, layer, rounded, p, view.begin(), view.end(), view.end() - 1)
                    : want;
@@ -62,7 +70,8 @@ void check_against_reference(const kv::kv_sequence_view<Elem>& view, std::size_t
       attention::decode_workspace_floats(q.size() / view.head_dim(), view.head_dim(), most_splits));
   hedge::test::for_each_supported_arch([&](auto arch) {
     using A = decltype(arch);
-    const bool rounded_query = rounds_query && !std::is_same_v<A, hedge::arch::scalar>;
+    const bool rounded_query = q8_0_query ? !std::is_same_v<A, hedge::arch::scalar>
+                                          : bf16_keys && hedge::test::dots_bf16_keys_in_bf16<A>(view.head_dim());
     auto r = attention::decode_attention<A>(view, layer, q, out, p, workspace, executor, splits);
     ASSERT_TRUE(r) << r.error().c_str();
     EXPECT_LE(hedge::test::relative_error(out, rounded_query ? want_rounded : want), decode_tolerance)
@@ -247,6 +256,7 @@ TEST(DecodeAttentionDispatch, BestRunsTheBestSupportedVariant) {
   }
 #endif
   check_best_equals_its_tag<kv::kv_f16>();
+  check_best_equals_its_tag<kv::kv_bf16>();
   check_best_equals_its_tag<kv::kv_q8_0>();
 }
 

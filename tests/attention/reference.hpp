@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
 #include "hedge/core/dispatch.hpp"
+#include "hedge/core/half.hpp"
 #include "hedge/kv/cache.hpp"
 #include "hedge/quant/q8_0.hpp"
 
@@ -102,6 +104,26 @@ inline std::vector<float> q8_0_rounded(std::span<const float> q, std::size_t dim
     }
   }
   return out;
+}
+
+/// q with every value rounded to bf16 (round to nearest even, f32_to_bf16): the query
+/// the AVX-512 kernel dots bf16 keys with on a CPU with AVX512_BF16 (vdpbf16ps).
+inline std::vector<float> bf16_rounded(std::span<const float> q) {
+  std::vector<float> out(q.size());
+  for (std::size_t j = 0; j < q.size(); ++j) out[j] = bf16_to_f32(f32_to_bf16(q[j]));
+  return out;
+}
+
+/// Whether arch A's decode kernel takes bf16 keys of `head_dim` values by vdpbf16ps on
+/// this CPU (the avx512vnni kernel, or a tag derived from it, where CPUID reports
+/// AVX512_BF16; head_dim not a multiple of 16 runs the AVX2 kernel).
+template <class A>
+bool dots_bf16_keys_in_bf16([[maybe_unused]] std::size_t head_dim) {
+#if HEDGE_SIMD_X86
+  return std::is_base_of_v<arch::avx512vnni, A> && arch::detail::cpu().avx512bf16 && head_dim % 16 == 0;
+#else
+  return false;
+#endif
 }
 
 /// A bound on max |out(q) - out(rounded)| / max |out(q)| from the query rounding

@@ -48,6 +48,15 @@ TEST(Arch, FeatureHierarchyIsConsistent) {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   EXPECT_TRUE(hedge::arch::avx2::supported()) << "compiled for AVX2 but CPUID disagrees";
 #endif
+#if HEDGE_SIMD_X86
+  // AVX512_BF16 (CPUID 7.1 EAX bit 5) has no tag; the avx512vnni decode attention reads it.
+  if (hedge::arch::detail::cpu().avx512bf16) {
+    EXPECT_TRUE(hedge::arch::avx512bw::supported());
+  }
+#if defined(__AVX512BF16__)
+  EXPECT_TRUE(hedge::arch::detail::cpu().avx512bf16) << "compiled for AVX512_BF16 but CPUID disagrees";
+#endif
+#endif
 #if defined(__x86_64__)
   EXPECT_FALSE(hedge::arch::neon::supported());
 #endif

@@ -8,6 +8,10 @@
 //   1. logits, two keys at a time:
 //        f32/f16/bf16 keys: float FMAs on the converted key (vcvtph2ps for f16, a
 //        16-bit shift for bf16), 16 values per instruction;
+//        bf16 keys on a CPU with AVX512_BF16 (checked at run time, no arch tag):
+//        vdpbf16ps against the query rounded to bf16 once per group, 32 values per
+//        instruction, the key loaded as stored (namespace bf16_keys: the skeleton
+//        compiled a second time with its own queries and logits);
 //        q8_0/q4_0 keys: vpdpbusd of the key block's bytes as unsigned (q8_0: the
 //        sign bit flipped, i.e. k + 128; q4_0: the nibbles, i.e. k + 8) against the
 //        query rounded to Q8_0 per 32-value block, the two keys' blocks in the two
@@ -27,6 +31,11 @@
 // products of the Q8_0-rounded query times the two fp16 block scales (llama.cpp's
 // vec_dot for quantized K quantizes q the same way); tests/attention/decode_test.cpp
 // holds this to the float tolerance against the float64 reference on the rounded query.
+// So does the bf16 key path: each bf16 x bf16 product is exact in float, so its logits
+// are those of the bf16-rounded query (round to nearest even, as ggml's flash attention
+// converts Q for bf16 K) up to float summation; values stay float FMAs. vdpbf16ps reads
+// denormal inputs as zero and ignores MXCSR: a bf16 denormal is below 1.2e-38, so this
+// moves no logit by more than float rounding.
 //
 // The arch tag is avx512vnni (HEDGE_TARGET_AVX512VNNI): an AVX-512 CPU without VNNI
 // (Skylake-SP) runs the AVX2 kernel. head_dim not a multiple of 16 with float KV also
@@ -42,12 +51,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "hedge/attention/decode_avx2.hpp"
 #include "hedge/attention/decode_scalar.hpp"
 #include "hedge/attention/decode_tile.hpp"
 #include "hedge/attention/params.hpp"
 #include "hedge/core/arch.hpp"
+#include "hedge/core/half.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kv/cache.hpp"
 #include "hedge/kv/element.hpp"
@@ -321,6 +332,60 @@ using avx2::softmax_tile;
 #include "hedge/attention/detail/decode_group.inc"
 #undef HEDGE_DECODE_TARGET
 
+/// bf16 keys by vdpbf16ps, on CPUs with AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4
+/// and 5; not Ice Lake or Cascade Lake). The skeleton included a second time: this
+/// namespace's group_queries, load_queries and pair_logits hide avx512's; everything
+/// else (reader, values, softmax, prefetch) is found in avx512. The query is rounded to
+/// bf16 once per group (round to nearest even, f32_to_bf16: what ggml's flash attention
+/// does to Q for bf16 K, whose vec_dot type is bf16), then one vdpbf16ps per 32 values,
+/// key and head sums 2 exact products per lane into float (widen + shift + FMA before:
+/// 16 values per FMA plus 2 ops per 16 key values).
+namespace bf16_keys {
+
+/// The queries of up to 4 heads rounded to bf16, zero-padded to a multiple of 32.
+struct group_queries {
+  alignas(64) bf16 b[4][attention_max_head_dim];
+};
+
+/// Rounds the N queries starting at `queries` to bf16 into `q`.
+template <int N, class Elem>
+HEDGE_TARGET_AVX512BF16 void load_queries(const float* queries, std::size_t dim, std::size_t,
+                                          group_queries& q) noexcept {
+  for (int n = 0; n < N; ++n) {
+    for (std::size_t j = 0; j < dim; ++j) q.b[n][j] = f32_to_bf16(queries[n * dim + j]);
+    std::fill(q.b[n] + dim, q.b[n] + (dim + 31) / 32 * 32, bf16{});
+  }
+}
+
+/// Logits of bf16 keys k0 and k1 for N query heads, laid out as avx512::dot2's: lane n
+/// is k0 . q[n], lane 4 + n is k1 . q[n]. `width` is a multiple of 16; an odd 16-value
+/// tail is read with a mask (the query's padding is zero).
+template <int N, class Elem>
+HEDGE_TARGET_AVX512BF16 inline __m256 pair_logits(const group_queries& q, const bf16* k0, const bf16* k1,
+                                                  std::size_t, std::size_t width) noexcept {
+  static_assert(std::is_same_v<Elem, kv::kv_bf16>);
+  __m512 acc[8];
+  for (int n = 0; n < 8; ++n) acc[n] = _mm512_setzero_ps();
+  for (std::size_t c = 0; c < width; c += 32) {
+    const __mmask32 m = width - c >= 32 ? ~__mmask32{0} : __mmask32{0xFFFF};
+    const __m512bh x0 = (__m512bh)_mm512_maskz_loadu_epi16(m, k0 + c);
+    const __m512bh x1 = (__m512bh)_mm512_maskz_loadu_epi16(m, k1 + c);
+    for (int n = 0; n < N; ++n) {
+      // opaque: as dot2, one load per use.
+      const __m512bh qn = (__m512bh)compiler::opaque(_mm512_load_si512(q.b[n] + c));
+      acc[n] = _mm512_dpbf16_ps(acc[n], qn, x0);
+      acc[4 + n] = _mm512_dpbf16_ps(acc[4 + n], qn, x1);
+    }
+  }
+  return sum16x8(acc);
+}
+
+#define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX512BF16
+#include "hedge/attention/detail/decode_group.inc"
+#undef HEDGE_DECODE_TARGET
+
+}  // namespace bf16_keys
+
 }  // namespace hedge::attention::avx512
 
 namespace hedge::attention::detail {
@@ -337,6 +402,12 @@ void decode_partial(arch::avx512vnni, const kv::kv_sequence_view<Elem>& kv, std:
   } else {
     if (avx512::reader<Elem>::scale_block == 0 && kv.head_dim() % 16 != 0)
       return decode_partial(arch::avx2{}, kv, layer, p, task);
+    // bf16 keys take vdpbf16ps where the CPU has AVX512_BF16, checked here rather than by
+    // an arch tag of its own: a tag per feature would multiply every dispatch list and
+    // the compile matrix for this one kernel.
+    if constexpr (std::is_same_v<Elem, kv::kv_bf16>) {
+      if (arch::detail::cpu().avx512bf16) return avx512::bf16_keys::head_groups<Elem>(kv, layer, p, task);
+    }
     avx512::head_groups<Elem>(kv, layer, p, task);
   }
 }

@@ -9,6 +9,9 @@
 //   HEDGE_TARGET_AVX2, HEDGE_TARGET_AVX512, HEDGE_TARGET_AVX512VNNI, HEDGE_TARGET_DOTPROD:
 //                      the function attribute of the arch tags avx2, avx512bw, avx512vnni
 //                      and neon_dotprod
+//   HEDGE_TARGET_AVX512BF16: avx512vnni's plus AVX512_BF16, for code an avx512vnni kernel
+//                      runs only after a run-time check (arch::detail::cpu().avx512bf16);
+//                      no arch tag of its own
 //   HEDGE_BEGIN_TARGET(HEDGE_FEATURES_AVX2) ... HEDGE_END_TARGET: every function defined
 //                      between them (templates and lambdas included) gets that target, for
 //                      code written once over a vector width (kernels/detail/for_each_width.inc)
@@ -47,6 +50,9 @@
 // Cascade Lake / Zen 4: AVX-512 with VNNI (vpdpbusd, the int8 dot product).
 #define HEDGE_TARGET_AVX512VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+// Cooper Lake / Sapphire Rapids / Zen 4: the above with AVX512_BF16 (vdpbf16ps).
+#define HEDGE_TARGET_AVX512BF16 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16")))
 #endif
 
 #if HEDGE_SIMD_NEON

@@ -30,6 +30,8 @@ namespace detail {
 struct x86_features {
   bool avx2 = false, fma = false, f16c = false, avxvnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
+  // No tag of its own: the avx512vnni decode attention checks it at run time for bf16 keys.
+  bool avx512bf16 = false;
 };
 inline x86_features read_x86_features() noexcept {
   auto cpuid = [](unsigned leaf, unsigned sub, unsigned r[4]) {
@@ -58,6 +60,7 @@ inline x86_features read_x86_features() noexcept {
   f.avx512vnni = os_avx512 && (ecx7 & (1u << 11));
   cpuid(7, 1, r);
   f.avxvnni = r[0] & (1u << 4);
+  f.avx512bf16 = os_avx512 && (r[0] & (1u << 5));
   return f;
 }
 inline const x86_features& cpu() noexcept {
