@@ -35,7 +35,7 @@ namespace {
 
 namespace hb = hedge::bench;
 namespace kv = hedge::kv;
-constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128;
+using hedge::bench::attention::q_heads, hedge::bench::attention::kv_heads, hedge::bench::attention::head_dim;
 
 template <class Elem>
 struct filled_cache {
@@ -114,7 +114,7 @@ void decode_benchmark(benchmark::State& state, std::size_t context, std::size_t 
 }
 
 template <class Elem>
-void register_element() {
+void register_decode() {
   const std::string family = "attention_decode/" + std::string(Elem::name);
   hb::begin_family(family);
   for (std::size_t threads : hb::thread_counts()) {
@@ -145,12 +145,12 @@ void register_element() {
   }
 }
 
-const bool registered = [] {
-  register_element<kv::kv_f32>();
-  register_element<kv::kv_f16>();
-  register_element<kv::kv_bf16>();
-  register_element<kv::kv_q8_0>();
-  register_element<kv::kv_q4_0>();
+const bool decode_registered = [] {
+  register_decode<kv::kv_f32>();
+  register_decode<kv::kv_f16>();
+  register_decode<kv::kv_bf16>();
+  register_decode<kv::kv_q8_0>();
+  register_decode<kv::kv_q4_0>();
   return true;
 }();
 

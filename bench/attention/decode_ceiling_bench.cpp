@@ -29,6 +29,7 @@
 
 #include "common/cycles.hpp"
 #include "common/inputs.hpp"
+#include "attention/variants.hpp"
 #include "common/report.hpp"
 #include "hedge/attention/decode_avx2.hpp"
 #include "hedge/kv/element.hpp"
@@ -37,7 +38,8 @@ namespace {
 
 namespace hb = hedge::bench;
 namespace av = hedge::attention::avx2;
-constexpr std::size_t head_dim = 128, positions = 32, heads = 4, passes = 64;
+using hedge::bench::attention::head_dim;
+constexpr std::size_t positions = 32, heads = 4, passes = 64;
 
 /// One thread's tile: K and V of `positions` positions in the stored format, the 4 queries
 /// in the form the key format's dot product reads, and the outputs.
@@ -108,7 +110,7 @@ void ceiling_benchmark(benchmark::State& state, std::size_t threads) {
 }
 
 template <class Elem>
-void register_element() {
+void register_ceiling() {
   if (!hedge::arch::avx2::supported()) return;
   hb::begin_family("attention_decode_ceiling/" + std::string(Elem::name));
   for (std::size_t threads : hb::thread_counts())
@@ -117,9 +119,9 @@ void register_element() {
                            [threads](benchmark::State& state) { ceiling_benchmark<Elem>(state, threads); });
 }
 
-const bool registered = [] {
-  register_element<hedge::kv::kv_f16>();
-  register_element<hedge::kv::kv_q8_0>();
+const bool ceiling_registered = [] {
+  register_ceiling<hedge::kv::kv_f16>();
+  register_ceiling<hedge::kv::kv_q8_0>();
   return true;
 }();
 

@@ -21,7 +21,8 @@
 namespace {
 
 namespace hb = hedge::bench;
-constexpr std::size_t q_heads = 32, kv_heads = 8, head_dim = 128, tokens = 512;
+using hedge::bench::attention::q_heads, hedge::bench::attention::kv_heads, hedge::bench::attention::head_dim;
+constexpr std::size_t tokens = 512;
 
 template <class Elem, class Arch>
 void prefill_benchmark(benchmark::State& state, std::size_t threads) {
@@ -55,7 +56,7 @@ void prefill_benchmark(benchmark::State& state, std::size_t threads) {
 }
 
 template <class Elem>
-void register_element() {
+void register_prefill() {
   for (std::size_t threads : hb::thread_counts()) {
     hedge::bench::attention::for_each_variant([&](auto arch) {
       using Arch = decltype(arch);
@@ -66,9 +67,9 @@ void register_element() {
   }
 }
 
-const bool registered = [] {
-  register_element<hedge::kv::kv_f16>();
-  register_element<hedge::kv::kv_q8_0>();
+const bool prefill_registered = [] {
+  register_prefill<hedge::kv::kv_f16>();
+  register_prefill<hedge::kv::kv_q8_0>();
   return true;
 }();
 

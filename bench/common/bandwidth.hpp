@@ -15,7 +15,11 @@
 //     that many parts read in lockstep, as the interleaved GEMV reads its groups,
 //     kernels/matmul/gemv_streams.hpp) or neighbouring (that many consecutive 16 KiB
 //     rows at a time, as a row-major GEMV tile reads);
-//   - without software prefetch, or prefetching 1 KiB or 4 KiB ahead in each stream.
+//   - without software prefetch, prefetching 1 or 4 KiB ahead in each stream into L1
+//     (T0), or 1, 2 or 4 KiB ahead into L2 only (T1): an L2 prefetch leaves the L1 miss
+//     buffers to the loads, and one core keeps more lines in flight so, as the K-quant
+//     GEMVs do (their AVX-512 kernels prefetch each block into L2: Q6_K at 1 thread read
+//     1.07 of a probe without L2 loops, docs/perf-journal.md).
 //
 // Each loop runs at each thread count (one slice per thread), timed by the slowest
 // thread's CPU time: on a machine shared with other work a preempted thread's wait is
@@ -93,21 +97,30 @@ using u64x8 = std::uint64_t __attribute__((vector_size(64), may_alias));
 
 /// Sums the 64-bit words of `bytes` bytes (a multiple of slice_unit_bytes, 64-byte
 /// aligned) read as `Streams` streams of vectors V, far apart or neighbouring, each
-/// prefetched `Prefetch` bytes ahead (0: no software prefetch). One cache line per
-/// stream per step, so the streams advance together; the sum makes every load
-/// observable. Inlined into each arch's wrapper, which gives it the target.
+/// prefetched as `Prefetch` says. One cache line per stream per step, so the streams
+/// advance together; the sum makes every load observable. Inlined into each arch's
+/// wrapper, which gives it the target.
 inline constexpr std::size_t line_bytes = 64;
 
-/// acc += the cache line at `at` (64-byte aligned), prefetching `Prefetch` bytes ahead.
+/// Where a software prefetch puts its line: `__builtin_prefetch`'s locality, 3 for L1
+/// (x86 prefetcht0), 2 for L2 (prefetcht1).
+enum class prefetch_hint : int { l2 = 2, l1 = 3 };
+/// A read loop's software prefetch: `bytes` ahead in its stream (0: none), into `hint`.
+struct prefetch_rule {
+  std::size_t bytes = 0;
+  prefetch_hint hint = prefetch_hint::l1;
+};
+
+/// acc += the cache line at `at` (64-byte aligned), prefetching as `Prefetch` says.
 /// (A function, not a lambda: a lambda would not inherit the caller's target.)
-template <class V, std::size_t Prefetch>
+template <class V, prefetch_rule Prefetch>
 HEDGE_ALWAYS_INLINE void add_line(V& acc, const std::byte* at) noexcept {
-  if constexpr (Prefetch != 0) __builtin_prefetch(at + Prefetch, 0, 3);
+  if constexpr (Prefetch.bytes != 0) __builtin_prefetch(at + Prefetch.bytes, 0, static_cast<int>(Prefetch.hint));
   const V* v = reinterpret_cast<const V*>(__builtin_assume_aligned(at, line_bytes));
   for (std::size_t i = 0; i < line_bytes / sizeof(V); ++i) acc += v[i];
 }
 
-template <class V, std::size_t Streams, bool Near, std::size_t Prefetch>
+template <class V, std::size_t Streams, bool Near, prefetch_rule Prefetch>
 HEDGE_ALWAYS_INLINE std::uint64_t read_streams(const std::byte* data, std::size_t bytes) noexcept {
   V acc[Streams] = {};
   if constexpr (Near) {
@@ -132,16 +145,16 @@ HEDGE_ALWAYS_INLINE std::uint64_t read_streams(const std::byte* data, std::size_
 }
 
 /// The build's baseline vectors (SSE2 on x86-64, Advanced SIMD on AArch64).
-template <std::size_t S, bool Near, std::size_t Prefetch>
+template <std::size_t S, bool Near, prefetch_rule Prefetch>
 std::uint64_t read_baseline(const std::byte* data, std::size_t bytes) noexcept {
   return read_streams<u64x2, S, Near, Prefetch>(data, bytes);
 }
 #if HEDGE_SIMD_X86
-template <std::size_t S, bool Near, std::size_t Prefetch>
+template <std::size_t S, bool Near, prefetch_rule Prefetch>
 HEDGE_TARGET_AVX2 std::uint64_t read_avx2(const std::byte* data, std::size_t bytes) noexcept {
   return read_streams<u64x4, S, Near, Prefetch>(data, bytes);
 }
-template <std::size_t S, bool Near, std::size_t Prefetch>
+template <std::size_t S, bool Near, prefetch_rule Prefetch>
 HEDGE_TARGET_AVX512 std::uint64_t read_avx512(const std::byte* data, std::size_t bytes) noexcept {
   return read_streams<u64x8, S, Near, Prefetch>(data, bytes);
 }
@@ -156,19 +169,20 @@ inline double thread_cpu_seconds() noexcept {
 
 /// One read loop of the probe.
 struct read_loop {
-  std::string name;  ///< e.g. "avx512bw/4 far/prefetch 1024"
+  std::string name;  ///< e.g. "avx512bw/4 far/prefetch 1024 to L2"
   bool (*supported)() noexcept;
   std::uint64_t (*read)(const std::byte*, std::size_t) noexcept;
 };
 
-template <class A, std::size_t S, bool Near, std::size_t Prefetch>
+template <class A, std::size_t S, bool Near, prefetch_rule Prefetch>
 read_loop make_loop(std::uint64_t (*read)(const std::byte*, std::size_t) noexcept, const char* arch_name) {
   std::string name = std::string(arch_name) + "/" + std::to_string(S) + (Near ? " near" : " far");
-  name += Prefetch == 0 ? std::string("/no prefetch") : "/prefetch " + std::to_string(Prefetch);
+  if (Prefetch.bytes == 0) return {std::move(name) + "/no prefetch", &A::supported, read};
+  name += "/prefetch " + std::to_string(Prefetch.bytes) + (Prefetch.hint == prefetch_hint::l1 ? " to L1" : " to L2");
   return {std::move(name), &A::supported, read};
 }
 
-template <std::size_t S, bool Near, std::size_t Prefetch>
+template <std::size_t S, bool Near, prefetch_rule Prefetch>
 void add_loops(std::vector<read_loop>& loops) {
 #if HEDGE_SIMD_X86
   loops.push_back(make_loop<arch::avx512bw, S, Near, Prefetch>(&read_avx512<S, Near, Prefetch>, "avx512bw"));
@@ -177,16 +191,22 @@ void add_loops(std::vector<read_loop>& loops) {
   loops.push_back(make_loop<arch::scalar, S, Near, Prefetch>(&read_baseline<S, Near, Prefetch>, "baseline"));
 }
 
+/// The prefetch rules of every stream pattern (2 KiB into L2 won at 1 thread on the Zen 5
+/// guest as often as 1 KiB; 512 bytes never did).
+template <std::size_t S, bool Near>
+void add_prefetch_loops(std::vector<read_loop>& loops) {
+  add_loops<S, Near, prefetch_rule{}>(loops);
+  add_loops<S, Near, prefetch_rule{1024, prefetch_hint::l1}>(loops);
+  add_loops<S, Near, prefetch_rule{4096, prefetch_hint::l1}>(loops);
+  add_loops<S, Near, prefetch_rule{1024, prefetch_hint::l2}>(loops);
+  add_loops<S, Near, prefetch_rule{2048, prefetch_hint::l2}>(loops);
+  add_loops<S, Near, prefetch_rule{4096, prefetch_hint::l2}>(loops);
+}
+
 template <std::size_t S>
 void add_stream_loops(std::vector<read_loop>& loops) {
-  add_loops<S, false, 0>(loops);
-  add_loops<S, false, 1024>(loops);
-  add_loops<S, false, 4096>(loops);
-  if constexpr (S > 1) {  // one neighbouring stream is one far stream
-    add_loops<S, true, 0>(loops);
-    add_loops<S, true, 1024>(loops);
-    add_loops<S, true, 4096>(loops);
-  }
+  add_prefetch_loops<S, false>(loops);
+  if constexpr (S > 1) add_prefetch_loops<S, true>(loops);  // one neighbouring stream is one far stream
 }
 
 /// Every read loop this CPU runs.

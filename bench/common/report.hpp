@@ -94,14 +94,16 @@ inline double best_measured_bandwidth(std::size_t threads) {
 /// Read bandwidth (bytes/s) at `threads` threads (measured_bandwidth_result).
 inline double measured_bandwidth(std::size_t threads) { return measured_bandwidth_result(threads).bytes_per_second; }
 
-/// Read bandwidth (bytes/s) at `threads` threads measured now, by the loop that was fastest
-/// at that thread count (read_bandwidth's re-run of 1): the bound next to a cold run.
+/// Read bandwidth (bytes/s) at `threads` threads measured now, by the two loops that were
+/// fastest at that thread count (read_bandwidth's re-run of 2; re-running the first alone
+/// read 8-10% below the sweep at 1 thread, and the Q6_K GEMV above it): the bound next to a
+/// cold run.
 /// The DRAM bandwidth a shared host gives this guest moves within seconds (2 threads:
 /// 32-56 GB/s within one run, docs/matmul.md), so a figure taken at the start of a family
 /// makes a kernel's fraction depend on when it ran; measured right after the kernel's timed
 /// loop, the two meet the same machine. Also becomes the cached figure.
 inline double adjacent_bandwidth(std::size_t threads) {
-  const bandwidth_result figure = read_bandwidth(threads, 1);
+  const bandwidth_result figure = read_bandwidth(threads, 2);
   auto& c = detail::cache();
   const std::lock_guard lock(c.mutex);
   c.by_threads[threads] = {figure, std::chrono::steady_clock::now()};

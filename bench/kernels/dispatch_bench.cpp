@@ -64,7 +64,7 @@ void register_pair() {
   hb::register_benchmark("dispatch/gemv/q4_0/64x256/direct/hot", gemv_benchmark<Resolved>);
 }
 
-const bool registered = [] {
+const bool dispatch_registered = [] {
   arch::visit<arch::best>([](auto tag) { register_pair<decltype(tag)>(); });
   return true;
 }();

@@ -87,7 +87,7 @@ void register_variant(std::size_t m, std::size_t n_rows = 4096) {
 }
 
 template <class W>
-void register_format() {
+void register_gemm() {
   for (std::size_t m : {64u, 512u}) {
 #if HEDGE_SIMD_X86
     for (std::size_t n_rows : {4096u, 11008u}) {
@@ -112,16 +112,16 @@ void register_format() {
   }
 }
 
-const bool registered = [] {
-  register_format<q::q4_0>();
-  register_format<q::q8_0>();
-  register_format<q::q5_0>();
-  register_format<q::q5_1>();
-  register_format<q::q4_k>();
-  register_format<q::q5_k>();
-  register_format<q::f16>();
-  register_format<q::bf16>();
-  register_format<q::f32>();
+const bool gemm_registered = [] {
+  register_gemm<q::q4_0>();
+  register_gemm<q::q8_0>();
+  register_gemm<q::q5_0>();
+  register_gemm<q::q5_1>();
+  register_gemm<q::q4_k>();
+  register_gemm<q::q5_k>();
+  register_gemm<q::f16>();
+  register_gemm<q::bf16>();
+  register_gemm<q::f32>();
   return true;
 }();
 

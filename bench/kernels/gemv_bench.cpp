@@ -165,7 +165,7 @@ void register_batches() {
 }
 
 template <class W>
-void register_format() {
+void register_gemv() {
   hb::begin_family("gemv/" + std::string(W::name));
 #if HEDGE_SIMD_X86
   if constexpr (hedge::kernels::Interleavable<W>) {
@@ -184,17 +184,17 @@ void register_format() {
   register_variant<W, hedge::arch::scalar>();
 }
 
-const bool registered = [] {
-  register_format<q::q4_0>();
-  register_format<q::q8_0>();
-  register_format<q::q5_0>();
-  register_format<q::q5_1>();
-  register_format<q::q4_k>();
-  register_format<q::q5_k>();
-  register_format<q::q6_k>();
-  register_format<q::f16>();
-  register_format<q::bf16>();
-  register_format<q::f32>();
+const bool gemv_registered = [] {
+  register_gemv<q::q4_0>();
+  register_gemv<q::q8_0>();
+  register_gemv<q::q5_0>();
+  register_gemv<q::q5_1>();
+  register_gemv<q::q4_k>();
+  register_gemv<q::q5_k>();
+  register_gemv<q::q6_k>();
+  register_gemv<q::f16>();
+  register_gemv<q::bf16>();
+  register_gemv<q::f32>();
   return true;
 }();
 

@@ -8,7 +8,7 @@ namespace {
 using hedge::bench::ops::operands;
 namespace kernels = hedge::kernels;
 
-const bool registered = [] {
+const bool activation_registered = [] {
   hedge::bench::ops::register_row_family("ops/silu", 2, 1, 11008, []<class A>(A, const operands& o, std::size_t r) {
     kernels::silu<A>(o.row(0, r), o.row(1, r));
   });

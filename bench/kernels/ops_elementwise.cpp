@@ -8,7 +8,7 @@ namespace {
 using hedge::bench::ops::operands;
 namespace kernels = hedge::kernels;
 
-const bool registered = [] {
+const bool elementwise_registered = [] {
   hedge::bench::ops::register_row_family("ops/add", 3, 2, 4096, []<class A>(A, const operands& o, std::size_t r) {
     kernels::add<A>(o.row(0, r), o.row(1, r), o.row(2, r));
   });

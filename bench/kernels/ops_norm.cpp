@@ -9,7 +9,7 @@ namespace {
 using hedge::bench::ops::operands;
 namespace kernels = hedge::kernels;
 
-const bool registered = [] {
+const bool norm_registered = [] {
   hedge::bench::ops::register_row_family("ops/rmsnorm", 3, 2, 4096, []<class A>(A, const operands& o, std::size_t r) {
     kernels::rmsnorm<A>(o.row(0, r), o.row(1, r), 1e-5f, o.row(2, r));
   });

@@ -28,7 +28,7 @@ struct rope_rows {
   }
 };
 
-const bool registered = [] {
+const bool rope_registered = [] {
   bench::ops::register_family("ops/rope_adjacent_pairs", 1, head_dim, 1.0 * head_dim * sizeof(float), rope_cases(),
                               rope_rows<kernels::rope_layout::adjacent_pairs>{});
   bench::ops::register_family("ops/rope_neox", 1, head_dim, 1.0 * head_dim * sizeof(float), rope_cases(),

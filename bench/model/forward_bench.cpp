@@ -383,7 +383,7 @@ void register_synthetic(const std::string& model, const std::string& format) {
   }
 }
 
-const bool registered = [] {
+const bool forward_registered = [] {
   for (const auto& m : hb::synthetic_models) {
     hb::begin_family("llama/" + std::string(m.name));
     for (const auto format : m.formats) register_synthetic(std::string(m.name), std::string(format));

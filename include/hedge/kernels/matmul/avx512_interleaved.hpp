@@ -425,6 +425,14 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename inter
 template <class W>
 inline constexpr bool prefetch_into_l2 = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
 
+/// Whether the formats prefetched avx2::prefetch_bytes ahead put the lines in L2 rather than
+/// L1: for decode batches (M > 1) and for Q5_0, whose fifth bits make a block slower to
+/// compute than Q4_0's. Cold 4096x11008 GEMV at 1 thread on Zen 5, `bw_fraction` medians of
+/// 3 runs, L1 -> L2: Q5_0 0.79 -> 0.88, Q5_1 0.81 -> 0.83 (and lower at 2 threads), Q4_0 0.76
+/// -> 0.76, Q8_0 0.80 -> 0.73 (docs/perf-journal.md).
+template <class W, int M>
+inline constexpr bool ahead_into_l2 = M > 1 || std::is_same_v<W, quant::q5_0>;
+
 /// Prefetches the block's lines into L2 (a prefetch never faults).
 template <class Block>
 HEDGE_TARGET_AVX512VNNI inline void prefetch_block_l2(const Block& block) noexcept {
@@ -447,10 +455,9 @@ inline constexpr bool spills_above_4 = std::is_same_v<W, quant::q4_k> || std::is
 /// rows, blocks [x_block, x_block + blocks) of the activation. With `Streamed` the weights
 /// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched ahead; a
 /// prefill's tiles re-read theirs from cache. The K-quants prefetch each block into L2 as
-/// they start it (prefetch_into_l2); Q4_0 and Q8_0 prefetch_bytes ahead, into L2 for decode
-/// batches: cold 4096x11008 at 1 thread on Zen 5, 4-row Q8_0 batches read 0.56 of the bound
-/// with L1 prefetches and 0.83 with L2 ones; the Q4_0 GEMV the same either way, the Q8_0
-/// GEMV 0.87 against 0.73 (L1 kept).
+/// they start it (prefetch_into_l2); the others prefetch_bytes ahead, into L2 where
+/// ahead_into_l2 says: cold 4096x11008 at 1 thread on Zen 5, 4-row Q8_0 batches read 0.56 of
+/// the bound with L1 prefetches and 0.83 with L2 ones.
 template <int M, int P, class W, bool Streamed = (M == 1)>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
@@ -465,8 +472,8 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* gro
         prefetch_block_l2(b0);
         prefetch_block_l2(b1);
       } else if constexpr (Streamed) {
-        avx2::prefetch_ahead<(M > 1)>(b0);
-        avx2::prefetch_ahead<(M > 1)>(b1);
+        avx2::prefetch_ahead<ahead_into_l2<W, M>>(b0);
+        avx2::prefetch_ahead<ahead_into_l2<W, M>>(b1);
       }
       if constexpr (M > 4 && spills_above_4<W>) {
         // Two passes over the block while it is in L1, rows 0..3 then 4..M-1: each row's
