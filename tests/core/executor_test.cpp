@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -123,4 +125,53 @@ TEST(ThreadPool, SeveralClientThreadsAreSerialised) {
     });
   for (auto& c : clients) c.join();
   EXPECT_EQ(total.load(), 4L * 500 * 10);
+}
+
+TEST(ParallelClaim, RunsEachPieceOnceAndCoversEveryItem) {
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    hedge::exec::thread_pool pool(threads);
+    for (std::size_t n : {0u, 1u, 5u, 64u, 1001u})
+      for (std::size_t chunks : {0u, 1u, 2u, 7u, 64u, 5000u}) {
+        std::vector<std::atomic<int>> hits(n);
+        std::mutex m;
+        std::set<std::size_t> begins;
+        hedge::parallel_claim(pool, n, chunks, [&](std::size_t b, std::size_t e) {
+          ASSERT_LT(b, e);
+          for (std::size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+          std::lock_guard lock(m);
+          begins.insert(b);
+        });
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " chunks=" << chunks;
+        // The pieces are split_range's: min(chunks, n) of them; one call with one thread.
+        const std::size_t pieces = n == 0 ? 0 : threads == 1 ? 1 : std::max<std::size_t>(1, std::min(chunks, n));
+        EXPECT_EQ(begins.size(), pieces) << "threads=" << threads << " n=" << n << " chunks=" << chunks;
+      }
+  }
+}
+
+TEST(ParallelClaim, OneThreadRunsTheWholeRangeInOneCall) {
+  hedge::exec::serial serial;
+  int calls = 0;
+  hedge::parallel_claim(serial, 100, 8, [&](std::size_t b, std::size_t e) {
+    ++calls;
+    EXPECT_EQ(b, 0u);
+    EXPECT_EQ(e, 100u);
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+// The point of claiming: a thread held up on its first piece (here it sleeps 200 ms,
+// as a preempted vCPU would) does not keep the rest of the pieces waiting for it.
+TEST(ParallelClaim, AHeldUpThreadTakesFewerPieces) {
+  hedge::exec::thread_pool pool(2);
+  std::mutex m;
+  std::vector<std::thread::id> ran_by(8);
+  hedge::parallel_claim(pool, 8, 8, [&](std::size_t b, std::size_t e) {
+    ASSERT_EQ(e, b + 1);
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::lock_guard lock(m);
+    ran_by[b] = std::this_thread::get_id();
+  });
+  const auto held_up = std::count(ran_by.begin(), ran_by.end(), ran_by[0]);
+  EXPECT_LE(held_up, 2) << "the thread that slept on piece 0 also ran " << held_up - 1 << " of the other 7";
 }

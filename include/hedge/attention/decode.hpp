@@ -22,7 +22,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -74,17 +73,13 @@ result<void> decode_attention(const kv::kv_sequence_view<Elem>& kv, std::size_t 
     return error{errc::capacity_exceeded} << "decode attention: workspace of " << workspace.size()
                                           << " floats, needs " << decode_workspace_floats(q_heads, dim, splits);
   const std::size_t stride = decode_state_floats(dim), padded = attention_padded_dim(dim);
-  // Each part claims (kv head, split) items from a shared counter instead of taking a
-  // fixed slice: a thread that runs slower (a core shared with another process, a
-  // worker still waking up) takes fewer items instead of holding up the whole call.
-  // Items write disjoint workspace states and merge in split order below, so the
-  // output does not depend on which thread ran what.
+  // The threads claim (kv head, split) items one at a time (parallel_claim): items write
+  // disjoint workspace states and merge in split order below, so the output does not
+  // depend on which thread ran what.
   const std::size_t items = kv_heads * splits;
-  std::atomic<std::size_t> next{0};
-  const std::size_t parts = std::min<std::size_t>(items, executor.concurrency());
   arch::visit<A>([&](auto tag) {
-    executor.parallel_for(parts, [&](std::size_t, std::size_t) {
-      for (std::size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+    parallel_claim(executor, items, items, [&](std::size_t first, std::size_t last) {
+      for (std::size_t item = first; item < last; ++item) {
         const std::size_t head = item / splits, split = item % splits;
         const range r = split_range(static_cast<std::size_t>(tokens), splits, split);
         const detail::decode_task task{q.data() + head * group * dim, group, head * group, head, begin + r.begin,

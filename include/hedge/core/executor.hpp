@@ -12,6 +12,8 @@
 // pool lives in hedge/os/thread_pool.hpp, which firmware builds do not include.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 
@@ -34,6 +36,29 @@ struct range {
 };
 constexpr range split_range(std::size_t n, std::size_t parts, std::size_t part) noexcept {
   return {n * part / parts, n * (part + 1) / parts};
+}
+
+/// Runs body(begin, end) on `chunks` contiguous near-equal pieces of [0, n) that the
+/// executor's threads claim one at a time from a shared counter, instead of one fixed
+/// piece per thread: a thread that runs slower (a core shared with another process, a
+/// worker still waking up, less of the memory bandwidth) takes fewer pieces instead of
+/// holding up the whole call. Which thread ran a piece does not change its result.
+/// With one thread, or one piece, it is body(0, n) on the calling thread.
+template <Executor E, class Body>
+void parallel_claim(E& executor, std::size_t n, std::size_t chunks, Body&& body) {
+  chunks = std::min(chunks, n);
+  const std::size_t parts = std::min<std::size_t>(executor.concurrency(), chunks);
+  if (parts <= 1) {
+    if (n != 0) body(std::size_t{0}, n);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  executor.parallel_for(parts, [&](std::size_t, std::size_t) {
+    for (std::size_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      const range r = split_range(n, chunks, chunk);
+      body(r.begin, r.end);
+    }
+  });
 }
 
 namespace exec {

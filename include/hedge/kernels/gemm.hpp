@@ -7,7 +7,7 @@
 // Stages (gemmlowp's pack / compute / epilogue split):
 //  1. pack activations: each of the M rows is quantized once to W's activation
 //     format into caller workspace (rows split over the executor);
-//  2. compute: the executor splits the weight rows (8-row groups for the
+//  2. compute: the weight rows are cut into pieces the executor's threads claim (8-row groups for the
 //     interleaved layout); each part walks the activation rows in chunks that
 //     stay in L2 and runs the arch's register-tiled microkernel: 8 weight rows
 //     x up to 4 activation rows (matmul/avx2_interleaved.hpp), or, where the
@@ -154,7 +154,8 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
     const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
     if (!prepared) return prepared.error();
     const matmul::activation_row<W>* rows = *prepared;
-    executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
+    parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(), [&](std::size_t begin,
+                                                                                                std::size_t end) {
       for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
         const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
         const std::size_t first = begin * interleave_rows;

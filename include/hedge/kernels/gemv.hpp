@@ -8,8 +8,8 @@
 // Steps: (1) quantize x once to W's activation format (Q8_0 for Q4_0/Q8_0, Q8_K
 // for Q4_K/Q6_K; float formats use x as it is) into caller workspace, with the
 // reference quantizer, so every arch sees the same activation bytes; (2) split
-// the rows, in tiles of `gemv_tile_rows`, over the executor; each part runs the
-// row kernel of arch tag A (matmul/scalar.hpp, matmul/avx2_gemv.hpp, ...).
+// the rows, in tiles of `gemv_tile_rows`, into pieces the executor's threads claim;
+// each piece runs the row kernel of arch tag A (matmul/scalar.hpp, matmul/avx2_gemv.hpp, ...).
 // A row's result depends only on the row, so it is the same for any thread count.
 //
 // Decode streams every weight byte once: the kernels are written to keep up
@@ -44,6 +44,12 @@ namespace hedge::kernels {
 
 /// Rows per unit of work handed to the executor; every arch's tile height divides it.
 inline constexpr std::size_t gemv_tile_rows = 4;
+
+/// Pieces per thread a matrix's rows are cut into for the GEMV and GEMM (gemm.hpp),
+/// claimed one at a time (parallel_claim in core/executor.hpp): threads that share DRAM
+/// rarely get equal shares of it, and with one fixed half each the call waits for the
+/// one that got less.
+inline constexpr std::size_t matmul_pieces_per_thread = 4;
 
 /// Workspace bytes gemv<W> needs for rows of `k` elements: one activation row
 /// prepared for W (matmul/activation.hpp; 0 for float formats).
@@ -107,7 +113,8 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
     if (!activation) return activation.error();
     const auto* xq = activation->blocks;
     const std::size_t tiles = (w.rows() + gemv_tile_rows - 1) / gemv_tile_rows;
-    executor.parallel_for(tiles, [&](std::size_t begin, std::size_t end) {
+    parallel_claim(executor, tiles, matmul_pieces_per_thread * executor.concurrency(), [&](std::size_t begin,
+                                                                                         std::size_t end) {
       const std::size_t first = begin * gemv_tile_rows;
       const std::size_t last = std::min(end * gemv_tile_rows, w.rows());
       matmul::gemv_rows(A{}, W{}, w.row_range(first, last - first), xq, y.data() + first);
@@ -142,7 +149,8 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
     const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
     if (!activation) return activation.error();
     const matmul::activation_row<W> row = *activation;
-    executor.parallel_for(w.groups(), [&](std::size_t begin, std::size_t end) {
+    parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(), [&](std::size_t begin,
+                                                                                              std::size_t end) {
       const std::size_t first = begin * interleave_rows;
       const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
       if constexpr (requires { matmul::gemv_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), row,

@@ -29,7 +29,7 @@
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
 // zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
-// (gemv_streams.hpp; with the AVX2 GEMV's prefetch, Q4_K and Q6_K with prefetch_into_l2)
+// (gemv_streams.hpp; prefetched as streamed_prefetch says)
 // x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
 // Q5_0, Q5_1: Q4_0's nibbles, each quad's fifth bits added as 16 where the quad's qh word
@@ -416,22 +416,24 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename inter
   }
 }
 
-/// Whether the super-block formats' weights are prefetched as they are read, into L2, rather
-/// than avx2::prefetch_bytes ahead into L1. A Q4_K or Q6_K block (1184, 1680 bytes) takes
-/// long enough that the L1 prefetches of 2 or 4 streams held back the loads: Q6_K 4096x11008
-/// from DRAM at 1 thread on Zen 5 (the bench's read bound 28 GB/s) streamed at 11 GB/s, and
-/// 27 GB/s prefetching each block into L2 as it starts (no prefetch: 21-27 GB/s; Q4_K 16
-/// and 23-25 GB/s); docs/perf-journal.md.
-template <class W>
-inline constexpr bool prefetch_into_l2 = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
-
-/// Whether the formats prefetched avx2::prefetch_bytes ahead put the lines in L2 rather than
-/// L1: for decode batches (M > 1) and for Q5_0, whose fifth bits make a block slower to
-/// compute than Q4_0's. Cold 4096x11008 GEMV at 1 thread on Zen 5, `bw_fraction` medians of
-/// 3 runs, L1 -> L2: Q5_0 0.79 -> 0.88, Q5_1 0.81 -> 0.83 (and lower at 2 threads), Q4_0 0.76
-/// -> 0.76, Q8_0 0.80 -> 0.73 (docs/perf-journal.md).
+/// How a streamed tile (a GEMV's or a decode batch's: stream_tiles) prefetches its weights.
+///   none: the hardware prefetchers alone. The one-row GEMV tile of every format but Q4_K:
+///     in stream_tiles' 4 long streams, a Zen 5 core's prefetchers ran ahead of each
+///     software prefetch tried, which only held the loads back. Cold 4096x11008 at 1
+///     thread, `bw_fraction`, medians of 3 alternating runs, prefetch as before -> none:
+///     Q4_0 0.75 -> 0.86-0.93, Q8_0 0.67-0.82 -> 0.95-0.98, Q5_0 0.81-0.84 -> 0.92-0.97,
+///     Q5_1 0.80 -> 0.97, Q6_K 0.86-0.90 -> 0.90-0.99 (docs/perf-journal.md);
+///   block_into_l2: each block into L2 as the tile starts it, for Q4_K (any M) and Q6_K
+///     batches (M > 1), whose blocks (1184, 1680 bytes) take long enough that L1
+///     prefetches a fixed distance ahead held back the loads (Q6_K 11 against 27 GB/s);
+///   ahead_into_l2: avx2::prefetch_bytes ahead, into L2: the other formats' batches (4-row
+///     Q8_0 batches 0.56 of the bound with L1 prefetches, 0.83 with L2 ones).
+enum class weight_prefetch { none, block_into_l2, ahead_into_l2 };
 template <class W, int M>
-inline constexpr bool ahead_into_l2 = M > 1 || std::is_same_v<W, quant::q5_0>;
+inline constexpr weight_prefetch streamed_prefetch =
+    std::is_same_v<W, quant::q4_k> || (M > 1 && std::is_same_v<W, quant::q6_k>) ? weight_prefetch::block_into_l2
+    : M > 1                                                                        ? weight_prefetch::ahead_into_l2
+                                                                                   : weight_prefetch::none;
 
 /// Prefetches the block's lines into L2 (a prefetch never faults).
 template <class Block>
@@ -453,11 +455,8 @@ inline constexpr bool spills_above_4 = std::is_same_v<W, quant::q4_k> || std::is
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
 /// rows, blocks [x_block, x_block + blocks) of the activation. With `Streamed` the weights
-/// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched ahead; a
-/// prefill's tiles re-read theirs from cache. The K-quants prefetch each block into L2 as
-/// they start it (prefetch_into_l2); the others prefetch_bytes ahead, into L2 where
-/// ahead_into_l2 says: cold 4096x11008 at 1 thread on Zen 5, 4-row Q8_0 batches read 0.56 of
-/// the bound with L1 prefetches and 0.83 with L2 ones.
+/// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched as
+/// streamed_prefetch says; a prefill's tiles re-read theirs from cache.
 template <int M, int P, class W, bool Streamed = (M == 1)>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
@@ -468,12 +467,12 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* gro
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (Streamed && prefetch_into_l2<W>) {
+      if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::block_into_l2) {
         prefetch_block_l2(b0);
         prefetch_block_l2(b1);
-      } else if constexpr (Streamed) {
-        avx2::prefetch_ahead<ahead_into_l2<W, M>>(b0);
-        avx2::prefetch_ahead<ahead_into_l2<W, M>>(b1);
+      } else if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::ahead_into_l2) {
+        avx2::prefetch_ahead<true>(b0);
+        avx2::prefetch_ahead<true>(b1);
       }
       if constexpr (M > 4 && spills_above_4<W>) {
         // Two passes over the block while it is in L1, rows 0..3 then 4..M-1: each row's
