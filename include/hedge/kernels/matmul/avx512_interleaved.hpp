@@ -420,9 +420,9 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename inter
 ///   none: the hardware prefetchers alone. The one-row GEMV tile of every format but Q4_K:
 ///     in stream_tiles' 4 long streams, a Zen 5 core's prefetchers ran ahead of each
 ///     software prefetch tried, which only held the loads back. Cold 4096x11008 at 1
-///     thread, `bw_fraction`, medians of 3 alternating runs, prefetch as before -> none:
-///     Q4_0 0.75 -> 0.86-0.93, Q8_0 0.67-0.82 -> 0.95-0.98, Q5_0 0.81-0.84 -> 0.92-0.97,
-///     Q5_1 0.80 -> 0.97, Q6_K 0.86-0.90 -> 0.90-0.99 (docs/perf-journal.md);
+///     thread, `bw_fraction`, medians of 4 alternating runs, L1 prefetch 2304 bytes ahead
+///     (L2 for Q5_0, block into L2 for Q6_K) -> none: Q4_0 0.73 -> 0.87, Q8_0 0.79 -> 0.90,
+///     Q5_0 0.87 -> 0.92, Q5_1 0.78 -> 0.94, Q6_K 0.96 -> 0.96 (docs/perf-journal.md);
 ///   block_into_l2: each block into L2 as the tile starts it, for Q4_K (any M) and Q6_K
 ///     batches (M > 1), whose blocks (1184, 1680 bytes) take long enough that L1
 ///     prefetches a fixed distance ahead held back the loads (Q6_K 11 against 27 GB/s);
