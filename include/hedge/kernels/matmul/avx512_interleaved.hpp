@@ -18,7 +18,7 @@
 //
 // Q4_K: vpdpbusd of the nibbles per sub-block, times the rows' 6-bit scales (vpmulld),
 // the mins as the AVX2 kernel applies them: GEMV in L2 at 1 thread 1.15x the AVX2 tile
-// (256x4096, thread CPU time); GEMM (tiles of at most 4 activation rows: a row's three
+// (256x4096, thread CPU time); GEMM (tiles of at most 4 activation rows: a row's five
 // int32 sums and its accumulator) 1.55x the AVX2 tile (512x4096x4096, 1 thread, CPU time).
 //
 // Q6_K: vpdpbusd of the 6-bit levels (one vpternlogd select of nibble and high bits each)
@@ -234,24 +234,27 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const interleaved<qu
   for (int m = 0; m < M; ++m) total[m] = _mm512_setzero_si512();
   HEDGE_UNROLL(1)
   for (int h = 0; h < 4; ++h) {
-    __m512i sum_lo[M], sum_hi[M];
-    for (int m = 0; m < M; ++m) sum_lo[m] = sum_hi[m] = _mm512_setzero_si512();
-    HEDGE_UNROLL(2)
+    // Even and odd quads sum in separate chains (4M independent vpdpbusd chains, added
+    // exactly before the scale): 4-row batches in cache 1.13x (512x4096, 1 thread, Zen 5).
+    __m512i sum_lo[2][M], sum_hi[2][M];
+    for (int m = 0; m < M; ++m) sum_lo[0][m] = sum_hi[0][m] = sum_lo[1][m] = sum_hi[1][m] = _mm512_setzero_si512();
+    HEDGE_UNROLL(8)
     for (int j = 0; j < 8; ++j) {
       const __m512i q = load_pair(b0, b1, 8 * h + j);
       const __m512i lo = _mm512_and_si512(q, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
       for (int m = 0; m < M; ++m) {
         const std::int8_t* xq = x[m].blocks[xb].qs + 64 * h + 4 * j;
-        sum_lo[m] = _mm512_dpbusd_epi32(sum_lo[m], lo, broadcast_quad(xq));
-        sum_hi[m] = _mm512_dpbusd_epi32(sum_hi[m], hi, broadcast_quad(xq + 32));
+        sum_lo[j & 1][m] = _mm512_dpbusd_epi32(sum_lo[j & 1][m], lo, broadcast_quad(xq));
+        sum_hi[j & 1][m] = _mm512_dpbusd_epi32(sum_hi[j & 1][m], hi, broadcast_quad(xq + 32));
       }
     }
     const __m512i s_lo = row_bytes_pair(b0.scales + 16 * h, b1.scales + 16 * h);
     const __m512i s_hi = row_bytes_pair(b0.scales + 16 * h + 8, b1.scales + 16 * h + 8);
     for (int m = 0; m < M; ++m) {
-      total[m] = _mm512_add_epi32(total[m], _mm512_add_epi32(_mm512_mullo_epi32(sum_lo[m], s_lo),
-                                                             _mm512_mullo_epi32(sum_hi[m], s_hi)));
+      const __m512i lo = _mm512_add_epi32(sum_lo[0][m], sum_lo[1][m]);
+      const __m512i hi = _mm512_add_epi32(sum_hi[0][m], sum_hi[1][m]);
+      total[m] = _mm512_add_epi32(total[m], _mm512_add_epi32(_mm512_mullo_epi32(lo, s_lo), _mm512_mullo_epi32(hi, s_hi)));
     }
   }
   __m512i mins[4];  // rows' (m_2p, m_2p+1) as int16 pairs, group 0's rows then group 1's
@@ -417,35 +420,26 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename inter
 }
 
 /// How a streamed tile (a GEMV's or a decode batch's: stream_tiles) prefetches its weights.
-///   none: the hardware prefetchers alone. The one-row GEMV tile of every format but Q4_K:
-///     in stream_tiles' 4 long streams, a Zen 5 core's prefetchers ran ahead of each
-///     software prefetch tried, which only held the loads back. Cold 4096x11008 at 1
-///     thread, `bw_fraction`, medians of 4 alternating runs, L1 prefetch 2304 bytes ahead
-///     (L2 for Q5_0, block into L2 for Q6_K) -> none: Q4_0 0.73 -> 0.87, Q8_0 0.79 -> 0.90,
-///     Q5_0 0.87 -> 0.92, Q5_1 0.78 -> 0.94, Q6_K 0.96 -> 0.96 (docs/perf-journal.md);
-///   block_into_l2: each block into L2 as the tile starts it, for Q4_K (any M) and Q6_K
-///     batches (M > 1), whose blocks (1184, 1680 bytes) take long enough that L1
-///     prefetches a fixed distance ahead held back the loads (Q6_K 11 against 27 GB/s);
+///   none: the hardware prefetchers alone. The one-row GEMV tile of every format, and the
+///     K-quants' batches: in stream_tiles' 4 long streams, a Zen 5 core's prefetchers ran
+///     ahead of each software prefetch tried, which only held the loads back. Cold
+///     4096x11008 at 1 thread, `bw_fraction`, medians of 4 alternating runs, L1 prefetch
+///     2304 bytes ahead (L2 for Q5_0) -> none: Q4_0 0.73 -> 0.87, Q8_0 0.79 -> 0.90, Q5_0
+///     0.87 -> 0.92, Q5_1 0.78 -> 0.94. The K-quants' blocks (1184, 1680 bytes) once
+///     prefetched each into L2 as the tile started it, which one Zen 5 host read at 0.93-1.0
+///     of its 28 GB/s bound (none: 0.80-0.95) and another at 0.29-0.36 of its 44 GB/s (none:
+///     0.79-0.88), every batch size alike (docs/perf-journal.md);
 ///   ahead_into_l2: avx2::prefetch_bytes ahead, into L2: the other formats' batches (4-row
-///     Q8_0 batches 0.56 of the bound with L1 prefetches, 0.83 with L2 ones).
-enum class weight_prefetch { none, block_into_l2, ahead_into_l2 };
+///     Q8_0 batches 0.56 of the bound with L1 prefetches, 0.83 with L2 ones, 0.53-0.62
+///     with none).
+enum class weight_prefetch { none, ahead_into_l2 };
 template <class W, int M>
 inline constexpr weight_prefetch streamed_prefetch =
-    std::is_same_v<W, quant::q4_k> || (M > 1 && std::is_same_v<W, quant::q6_k>) ? weight_prefetch::block_into_l2
-    : M > 1                                                                        ? weight_prefetch::ahead_into_l2
-                                                                                   : weight_prefetch::none;
-
-/// Prefetches the block's lines into L2 (a prefetch never faults).
-template <class Block>
-HEDGE_TARGET_AVX512VNNI inline void prefetch_block_l2(const Block& block) noexcept {
-  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(&block);
-  for (std::size_t offset = 0; offset < sizeof(Block) + 48; offset += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(address + offset), _MM_HINT_T1);
-  }
-}
+    M > 1 && !std::is_same_v<W, quant::q4_k> && !std::is_same_v<W, quant::q6_k> ? weight_prefetch::ahead_into_l2
+                                                                                 : weight_prefetch::none;
 
 /// Whether more than 4 rows of the format's pair_block spill the 32 zmm registers: Q4_K's
-/// block keeps three int32 sums per row live beside the row's accumulator, Q6_K's five.
+/// block keeps five int32 sums per row live beside the row's accumulator, Q6_K's five.
 /// pair_tile then runs such a block as 4 rows and the rest: 8-row batches on a 512x4096
 /// tile in cache at 1 thread, CPU time, Zen 5: Q6_K 372 -> 176 us, Q4_K 152 -> 133 us
 /// (4 rows: 89, 67 us). A prefill's tiles (pair_rows) stay at 4 rows: 8-row ones, split so,
@@ -467,10 +461,7 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* gro
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::block_into_l2) {
-        prefetch_block_l2(b0);
-        prefetch_block_l2(b1);
-      } else if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::ahead_into_l2) {
+      if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::ahead_into_l2) {
         avx2::prefetch_ahead<true>(b0);
         avx2::prefetch_ahead<true>(b1);
       }
