@@ -18,6 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -99,23 +100,33 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
                                               : hedge::kernels::gemm_workspace_bytes<W>(batch, s.k));
   auto& pool = hb::pool(threads);
   std::size_t next = 0;
+  const auto call = [&] {
+    if constexpr (Interleave) {
+      using block = typename hedge::kernels::interleaved<W>::block;
+      const hedge::kernels::interleaved_view<W> w(ring.template get<const block>(next++), s.rows, s.k);
+      if (batch > 1) {
+        return hedge::kernels::gemm<W, A>(w, hedge::matrix_view<const float>(x.data(), batch, s.k),
+                                          hedge::matrix_view<float>(y.data(), batch, s.rows), workspace, pool);
+      }
+      return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
+    } else {
+      const hedge::matrix_view<const typename W::block> w(ring.template get<const typename W::block>(next++),
+                                                           s.rows, s.k / W::block_elements);
+      return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
+    }
+  };
+  // The first calls of each (format, rows, threads) tune the weight prefetch
+  // (matmul/weight_prefetch.hpp): they run before the timed ones, and the counter
+  // weight_prefetch says which policy the timed ones ran (0 none, 1 into L1, 2 into L2).
+#if HEDGE_SIMD_X86
+  namespace mm = hedge::kernels::matmul;
+  if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
+    for (std::uint32_t i = 0; i <= mm::weight_prefetch_tuner::rounds * mm::weight_prefetch_policies; ++i) (void)call();
+  }
+#endif
   const hb::loop_clock clock;
   for (auto _ : state) {
-    const auto status = [&] {
-      if constexpr (Interleave) {
-        using block = typename hedge::kernels::interleaved<W>::block;
-        const hedge::kernels::interleaved_view<W> w(ring.template get<const block>(next++), s.rows, s.k);
-        if (batch > 1) {
-          return hedge::kernels::gemm<W, A>(w, hedge::matrix_view<const float>(x.data(), batch, s.k),
-                                            hedge::matrix_view<float>(y.data(), batch, s.rows), workspace, pool);
-        }
-        return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
-      } else {
-        const hedge::matrix_view<const typename W::block> w(ring.template get<const typename W::block>(next++),
-                                                             s.rows, s.k / W::block_elements);
-        return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
-      }
-    }();
+    const auto status = call();
     if (!status) {
       state.SkipWithError(status.error().c_str());
       break;
@@ -125,6 +136,11 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   }
   hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
   hb::set_flops_counters(state, 2.0 * double(batch) * double(s.rows) * double(s.k));
+#if HEDGE_SIMD_X86
+  if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
+    state.counters["weight_prefetch"] = static_cast<double>(mm::prefetch_tuner<W>(batch, threads).choice());
+  }
+#endif
 }
 
 template <class W, class A, bool Interleave = false>

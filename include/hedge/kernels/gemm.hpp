@@ -40,6 +40,7 @@
 #include "hedge/kernels/matmul/avx2_gemm.hpp"
 #include "hedge/kernels/matmul/avx512_interleaved.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
+#include "hedge/kernels/matmul/weight_prefetch.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
 
@@ -154,27 +155,45 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
     const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
     if (!prepared) return prepared.error();
     const matmul::activation_row<W>* rows = *prepared;
-    parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(), [&](std::size_t begin,
-                                                                                                std::size_t end) {
-      for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
-        const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
-        const std::size_t first = begin * interleave_rows;
-        const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
-        if constexpr (requires {
-                        matmul::gemm_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), rows + m0,
-                                            count, y.row(m0).data() + first, y.stride(), valid);
-                      }) {
-          matmul::gemm_groups(A{}, W{}, w.group(begin), end - begin, w.blocks_per_row(), rows + m0, count,
-                              y.row(m0).data() + first, y.stride(), valid);
-        } else {
-          for (std::size_t g = begin; g < end; ++g) {
-            const std::size_t group_rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
-            matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
-                               y.row(m0).data() + g * interleave_rows, y.stride(), group_rows);
-          }
-        }
+    const auto run = [&](matmul::weight_prefetch prefetch) {
+      parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(),
+                     [&](std::size_t begin, std::size_t end) {
+                       for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
+                         const std::size_t count = std::min(detail::gemm_row_chunk, x.rows() - m0);
+                         const std::size_t first = begin * interleave_rows;
+                         const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
+                         const auto* group = w.group(begin);
+                         float* out = y.row(m0).data() + first;
+                         if constexpr (requires {
+                                         matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
+                                                             rows + m0, count, out, y.stride(), valid, prefetch);
+                                       }) {
+                           matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), rows + m0, count, out,
+                                               y.stride(), valid, prefetch);
+                         } else if constexpr (requires {
+                                                matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
+                                                                    rows + m0, count, out, y.stride(), valid);
+                                              }) {
+                           matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), rows + m0, count, out,
+                                               y.stride(), valid);
+                         } else {
+                           for (std::size_t g = begin; g < end; ++g) {
+                             const std::size_t group_rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
+                             matmul::gemm_group(A{}, W{}, w.group(g), w.blocks_per_row(), rows + m0, count,
+                                                y.row(m0).data() + g * interleave_rows, y.stride(), group_rows);
+                           }
+                         }
+                       }
+                     });
+    };
+    // A decode batch streams its weights as a GEMV does, and tunes their prefetch so.
+    if constexpr (matmul::tunes_weight_prefetch<A, W>) {
+      if (x.rows() <= matmul::tuned_rows) {
+        matmul::with_weight_prefetch<W>(x.rows(), executor.concurrency(), w.bytes(), run);
+        return ok();
       }
-    });
+    }
+    run(matmul::weight_prefetch::none);
     return ok();
   }
 }

@@ -322,6 +322,8 @@ class interleaved_view {
   [[nodiscard]] constexpr std::size_t groups() const noexcept {
     return (rows_ + interleave_rows - 1) / interleave_rows;
   }
+  /// Bytes of the matrix: what a GEMV streams.
+  [[nodiscard]] constexpr std::size_t bytes() const noexcept { return groups() * blocks_per_row() * sizeof(block); }
   /// The blocks of group g (rows 8g .. 8g+7).
   [[nodiscard]] constexpr const block* group(std::size_t g) const noexcept {
     HEDGE_ASSERT(g < groups());

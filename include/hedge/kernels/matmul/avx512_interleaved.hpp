@@ -29,7 +29,7 @@
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
 // zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
-// (gemv_streams.hpp; prefetched as streamed_prefetch says)
+// (gemv_streams.hpp; prefetched as weight_prefetch.hpp's tuner picks)
 // x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
 // Q5_0, Q5_1: Q4_0's nibbles, each quad's fifth bits added as 16 where the quad's qh word
@@ -60,6 +60,7 @@
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
 #include "hedge/kernels/matmul/gemv_streams.hpp"
+#include "hedge/kernels/matmul/weight_prefetch.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
@@ -419,25 +420,6 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void pair_block(const typename inter
   }
 }
 
-/// How a streamed tile (a GEMV's or a decode batch's: stream_tiles) prefetches its weights.
-///   none: the hardware prefetchers alone. The one-row GEMV tile of every format, and the
-///     K-quants' batches: in stream_tiles' 4 long streams, a Zen 5 core's prefetchers ran
-///     ahead of each software prefetch tried, which only held the loads back. Cold
-///     4096x11008 at 1 thread, `bw_fraction`, medians of 4 alternating runs, L1 prefetch
-///     2304 bytes ahead (L2 for Q5_0) -> none: Q4_0 0.73 -> 0.87, Q8_0 0.79 -> 0.90, Q5_0
-///     0.87 -> 0.92, Q5_1 0.78 -> 0.94. The K-quants' blocks (1184, 1680 bytes) once
-///     prefetched each into L2 as the tile started it, which one Zen 5 host read at 0.93-1.0
-///     of its 28 GB/s bound (none: 0.80-0.95) and another at 0.29-0.36 of its 44 GB/s (none:
-///     0.79-0.88), every batch size alike (docs/perf-journal.md);
-///   ahead_into_l2: avx2::prefetch_bytes ahead, into L2: the other formats' batches (4-row
-///     Q8_0 batches 0.56 of the bound with L1 prefetches, 0.83 with L2 ones, 0.53-0.62
-///     with none).
-enum class weight_prefetch { none, ahead_into_l2 };
-template <class W, int M>
-inline constexpr weight_prefetch streamed_prefetch =
-    M > 1 && !std::is_same_v<W, quant::q4_k> && !std::is_same_v<W, quant::q6_k> ? weight_prefetch::ahead_into_l2
-                                                                                 : weight_prefetch::none;
-
 /// Whether more than 4 rows of the format's pair_block spill the 32 zmm registers: Q4_K's
 /// block keeps five int32 sums per row live beside the row's accumulator, Q6_K's five.
 /// pair_tile then runs such a block as 4 rows and the rest: 8-row batches on a 512x4096
@@ -448,10 +430,10 @@ template <class W>
 inline constexpr bool spills_above_4 = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
-/// rows, blocks [x_block, x_block + blocks) of the activation. With `Streamed` the weights
-/// come from DRAM (a GEMV's, a decode batch's: stream_tiles) and are prefetched as
-/// streamed_prefetch says; a prefill's tiles re-read theirs from cache.
-template <int M, int P, class W, bool Streamed = (M == 1)>
+/// rows, blocks [x_block, x_block + blocks) of the activation, prefetching the weights as
+/// `Prefetch` says (weight_prefetch.hpp): a GEMV's and a decode batch's come from DRAM
+/// (stream_tiles, tuned per CPU); a prefill's tiles re-read theirs from cache.
+template <int M, int P, class W, weight_prefetch Prefetch = weight_prefetch::none>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                        const activation_row<W>* x, std::size_t x_block, const tile_out& out) noexcept {
   __m512 acc[P][M];
@@ -461,9 +443,9 @@ HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* gro
     for (int p = 0; p < P; ++p) {  // 2P groups: 2P streams from DRAM in a GEMV
       const auto& b0 = group[static_cast<std::size_t>(p) * pair_stride + b];
       const auto& b1 = group[static_cast<std::size_t>(p) * pair_stride + out.group_stride * blocks + b];
-      if constexpr (Streamed && streamed_prefetch<W, M> == weight_prefetch::ahead_into_l2) {
-        avx2::prefetch_ahead<true>(b0);
-        avx2::prefetch_ahead<true>(b1);
+      if constexpr (Prefetch != weight_prefetch::none) {
+        avx2::prefetch_ahead<Prefetch == weight_prefetch::ahead_into_l2>(b0);
+        avx2::prefetch_ahead<Prefetch == weight_prefetch::ahead_into_l2>(b1);
       }
       if constexpr (M > 4 && spills_above_4<W>) {
         // Two passes over the block while it is in L1, rows 0..3 then 4..M-1: each row's
@@ -516,13 +498,14 @@ namespace avx512 {
 /// in pair_rows, and still stream faster than as a prefill tile: 4096x11008 cold at 1
 /// thread, 2,860-3,334 us against 3,391-3,928.)
 inline constexpr int stream_rows = 8;
+static_assert(stream_rows == tuned_rows, "a decode batch's rows each tune their weight prefetch");
 
 /// M activation rows (M <= stream_rows) against the full groups of a run, read as
-/// gemv_streams long streams (gemv_streams.hpp), every row per tile; returns the groups
-/// done. Up to 4 rows a tile reads the 4 streams at once; from 5 rows on (whose
-/// accumulators fill the registers) it reads them as two pairs, one after the other per
-/// step, so the 4 streams still advance together.
-template <int M, class W>
+/// gemv_streams long streams (gemv_streams.hpp) prefetched as `Prefetch` says, every row
+/// per tile; returns the groups done. Up to 4 rows a tile reads the 4 streams at once;
+/// from 5 rows on (whose accumulators fill the registers) it reads them as two pairs, one
+/// after the other per step, so the 4 streams still advance together.
+template <int M, class W, weight_prefetch Prefetch>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                  std::size_t blocks, const activation_row<W>* x, float* y,
                                                  std::size_t y_stride, std::size_t valid) noexcept {
@@ -531,12 +514,12 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::
   const stream_split split(groups, valid);
   for (std::size_t i = 0; i < split.per_stream; ++i) {
     if constexpr (M <= 4) {
-      pair_tile<M, 2, W, true>(group + i * blocks, blocks, x, 0,
+      pair_tile<M, 2, W, Prefetch>(group + i * blocks, blocks, x, 0,
                                {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
     } else {
       for (std::size_t pair = 0; pair < 2; ++pair) {
         const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
-        pair_tile<M, 1, W, true>(group + first * blocks, blocks, x, 0,
+        pair_tile<M, 1, W, Prefetch>(group + first * blocks, blocks, x, 0,
                                  {y + first * interleave_rows, y_stride, 2 * interleave_rows, false, split.per_stream});
       }
     }
@@ -544,14 +527,22 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::
   return split.streamed();
 }
 
-/// stream_tiles for a run-time row count (1 .. stream_rows; 0 groups done for more).
+/// stream_tiles for a run-time row count (1 .. stream_rows; 0 groups done for more) and policy.
 template <class W>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                       std::size_t blocks, const activation_row<W>* x, std::size_t rows,
-                                                      float* y, std::size_t y_stride, std::size_t valid) noexcept {
+                                                      float* y, std::size_t y_stride, std::size_t valid,
+                                                      weight_prefetch prefetch) noexcept {
   static_assert(stream_rows == 8, "a case per row count");
   const auto run = [&]<int M>(std::integral_constant<int, M>) {
-    return stream_tiles<M, W>(group, groups, blocks, x, y, y_stride, valid);
+    switch (prefetch) {
+      case weight_prefetch::ahead_into_l1:
+        return stream_tiles<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid);
+      case weight_prefetch::ahead_into_l2:
+        return stream_tiles<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid);
+      case weight_prefetch::none: break;
+    }
+    return stream_tiles<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid);
   };
   switch (rows) {
     case 1: return run(std::integral_constant<int, 1>{});
@@ -568,6 +559,13 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved
 
 }  // namespace avx512
 
+/// The AVX-512 VNNI GEMV and decode-batch tiles of W take a weight prefetch policy, which
+/// gemv.hpp and gemm.hpp tune (weight_prefetch.hpp).
+template <class W>
+inline constexpr bool tunes_weight_prefetch<arch::avx512vnni, W> =
+    std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
+    std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
+
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
 /// VNNI, Q4_0, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K. The run's full groups are read as gemv_streams long
 /// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
@@ -576,9 +574,10 @@ template <Interleavable W>
   requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
            std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
-                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
+                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
+                 weight_prefetch prefetch = weight_prefetch::none) noexcept {
   const stream_split split(groups, valid);
-  std::size_t g = avx512::stream_tiles<1, W>(group, groups, blocks, &x, y, 0, valid);
+  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, &x, 1, y, 0, valid, prefetch);
   for (; g + 2 <= split.full; g += 2) {
     avx512::pair_tile<1, 1, W>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
@@ -598,8 +597,8 @@ template <Interleavable W>
            std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
-                 std::size_t valid) noexcept {
-  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, x, rows, y, y_stride, valid);
+                 std::size_t valid, weight_prefetch prefetch = weight_prefetch::none) noexcept {
+  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, x, rows, y, y_stride, valid, prefetch);
   for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
     avx512::pair_rows<W>(group + g * blocks, blocks, x, 0, rows,
                          {y + g * interleave_rows, y_stride, 2 * interleave_rows});

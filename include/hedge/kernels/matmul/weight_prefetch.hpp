@@ -1,0 +1,164 @@
+// hedge/kernels/matmul/weight_prefetch.hpp: how the streamed GEMV and decode-batch tiles
+// prefetch the weights they read from DRAM, and the tuner that picks it on the CPU at hand.
+//
+// Which prefetch reads a weight stream fastest is a property of the machine, not of the
+// kernel. Two Zen 5 hosts (docs/perf-journal.md, "Weight prefetch tuned per CPU") disagree
+// by 1.3-2.5x in opposite directions: on one, software prefetches ahead held the loads back
+// and the hardware prefetchers alone read 0.87-0.94 of the bound; on the other the same
+// tiles read 0.57 of the bound alone and 0.82 with L1 prefetches 2304 bytes ahead (Qwen3-1.7B
+// Q4_K_M decode at 1 thread, 24 against 32 tok/s). No fixed choice is right on both, so
+// the first calls of each (format, activation rows, threads) try each policy in turn,
+// timed, and the rest run the fastest. The prefetch never changes a result bit, only when
+// bytes arrive, so tuning is safe at any point: outputs are identical under every policy
+// (tests/kernels/weight_prefetch_test.cpp).
+//
+// Tuning counts only calls that stream at least `weight_prefetch_tuner::min_bytes`
+// (smaller matrices stay in cache, where the prefetch barely matters and one call is too
+// short to time); each policy gets `rounds` samples, interleaved, and the fewest ticks per
+// byte of each decides (the minimum: a sample can only be slowed by noise, never sped up).
+// The state is static storage with relaxed atomics: no heap, no lock; calls racing on one
+// key at worst add a sample to a policy's minimum.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "hedge/compiler/intrinsics.hpp"
+
+namespace hedge::kernels::matmul {
+
+/// How a streamed tile prefetches its weights (avx512_interleaved.hpp's stream_tiles).
+///   none: the hardware prefetchers alone;
+///   ahead_into_l1: each block's lines `prefetch_bytes` ahead in its stream, into L1 (T0);
+///   ahead_into_l2: the same lines into L2 only (T1).
+enum class weight_prefetch : std::uint8_t { none, ahead_into_l1, ahead_into_l2 };
+inline constexpr std::size_t weight_prefetch_policies = 3;
+
+/// The policies' names, as benchmarks and logs print them.
+constexpr const char* name(weight_prefetch p) noexcept {
+  switch (p) {
+    case weight_prefetch::none: return "none";
+    case weight_prefetch::ahead_into_l1: return "ahead_into_l1";
+    case weight_prefetch::ahead_into_l2: return "ahead_into_l2";
+  }
+  return "?";
+}
+
+/// Whether arch A's GEMV and decode-batch tiles of format W take a policy (specialized
+/// where they do: avx512_interleaved.hpp).
+template <class A, class W>
+inline constexpr bool tunes_weight_prefetch = false;
+
+/// A policy every call takes instead of the tuned one: `forced_weight_prefetch = p + 1`
+/// (benchmarks compare the policies so); 0 (the default) tunes.
+inline std::atomic<std::uint8_t> forced_weight_prefetch{0};
+
+#if HEDGE_SIMD_X86
+
+/// One (format, activation rows, threads) key's tuning state.
+class weight_prefetch_tuner {
+ public:
+  /// Timed calls per policy before the choice.
+  static constexpr std::uint32_t rounds = 4;
+  /// Bytes a call must stream for its time to count.
+  static constexpr std::size_t min_bytes = std::size_t{1} << 20;
+
+  /// The policy for the next call streaming `bytes`, and whether to time it.
+  struct pick {
+    weight_prefetch policy;
+    bool timed;
+  };
+  pick next(std::size_t bytes) noexcept {
+    const std::uint8_t chosen = chosen_.load(std::memory_order_relaxed);
+    if (chosen != 0) return {static_cast<weight_prefetch>(chosen - 1), false};
+    if (bytes < min_bytes) return {weight_prefetch::none, false};
+    const std::uint32_t call = calls_.fetch_add(1, std::memory_order_relaxed);
+    if (call >= rounds * weight_prefetch_policies) {
+      decide();
+      return {choice(), false};
+    }
+    return {static_cast<weight_prefetch>(call % weight_prefetch_policies), true};
+  }
+
+  /// Records a timed call: `ticks` for `bytes` under `policy`.
+  void record(weight_prefetch policy, std::uint64_t ticks, std::size_t bytes) noexcept {
+    if (bytes == 0) return;
+    // Ticks per KiB, at least 1 (0 means no sample yet).
+    const std::uint64_t cost = ticks * 1024 / bytes + 1;
+    std::atomic<std::uint64_t>& best = best_[static_cast<std::size_t>(policy)];
+    std::uint64_t seen = best.load(std::memory_order_relaxed);
+    while ((seen == 0 || cost < seen) && !best.compare_exchange_weak(seen, cost, std::memory_order_relaxed)) {
+    }
+  }
+
+  /// The choice made, or `none` while tuning.
+  [[nodiscard]] weight_prefetch choice() const noexcept {
+    const std::uint8_t chosen = chosen_.load(std::memory_order_relaxed);
+    return chosen == 0 ? weight_prefetch::none : static_cast<weight_prefetch>(chosen - 1);
+  }
+  [[nodiscard]] bool decided() const noexcept { return chosen_.load(std::memory_order_relaxed) != 0; }
+
+ private:
+  void decide() noexcept {
+    std::size_t best = 0;
+    std::uint64_t fewest = 0;
+    for (std::size_t p = 0; p < weight_prefetch_policies; ++p) {
+      const std::uint64_t cost = best_[p].load(std::memory_order_relaxed);
+      if (cost != 0 && (fewest == 0 || cost < fewest)) {
+        fewest = cost;
+        best = p;
+      }
+    }
+    chosen_.store(static_cast<std::uint8_t>(best + 1), std::memory_order_relaxed);
+  }
+
+  std::atomic<std::uint32_t> calls_{0};
+  std::atomic<std::uint8_t> chosen_{0};  // 0 while tuning, else policy + 1
+  std::atomic<std::uint64_t> best_[weight_prefetch_policies] = {};
+};
+
+/// Most activation rows and threads a key tells apart (more share the last key).
+inline constexpr std::size_t tuned_rows = 8;
+inline constexpr std::size_t tuned_threads = 16;
+
+/// The tuner of format W with `rows` activation rows (a decode batch) on `threads` threads.
+template <class W>
+weight_prefetch_tuner& prefetch_tuner(std::size_t rows, std::size_t threads) noexcept {
+  static weight_prefetch_tuner tuners[tuned_rows][tuned_threads];
+  const auto clamp = [](std::size_t n, std::size_t most) { return (n < 1 ? 1 : n > most ? most : n) - 1; };
+  return tuners[clamp(rows, tuned_rows)][clamp(threads, tuned_threads)];
+}
+
+/// The time-stamp counter: ticks at a constant rate.
+inline std::uint64_t prefetch_ticks() noexcept { return __rdtsc(); }
+
+#endif  // HEDGE_SIMD_X86
+
+/// Runs `run(policy)` (a call streaming `bytes` of W with `rows` activation rows on
+/// `threads` threads) under the forced policy, or the tuner's next one, timing it while
+/// the tuner asks (x86, where the AVX-512 tiles take a policy).
+template <class W, class Run>
+void with_weight_prefetch(std::size_t rows, std::size_t threads, std::size_t bytes, Run&& run) {
+  if (const std::uint8_t forced = forced_weight_prefetch.load(std::memory_order_relaxed); forced != 0) {
+    run(static_cast<weight_prefetch>(forced - 1));
+    return;
+  }
+#if HEDGE_SIMD_X86
+  weight_prefetch_tuner& tuner = prefetch_tuner<W>(rows, threads);
+  const weight_prefetch_tuner::pick pick = tuner.next(bytes);
+  if (!pick.timed) {
+    run(pick.policy);
+    return;
+  }
+  const std::uint64_t start = prefetch_ticks();
+  run(pick.policy);
+  tuner.record(pick.policy, prefetch_ticks() - start, bytes);
+#else
+  // No kernel off x86 takes a policy.
+  (void)rows, (void)threads, (void)bytes;
+  run(weight_prefetch::none);
+#endif
+}
+
+}  // namespace hedge::kernels::matmul

@@ -1,0 +1,166 @@
+// weight_prefetch: the tuner tries each policy `rounds` times, interleaved, then keeps the
+// one with the fewest ticks per byte (a slow sample never decides; calls below min_bytes
+// neither count nor wait); a GEMV streaming enough bytes tunes its (format, rows,
+// threads) key; and the AVX-512 VNNI GEMV and decode batches give the same bits under
+// every policy, so tuning can never change a result. (x86: no other kernel takes a policy.)
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "hedge/kernels/gemm.hpp"
+#include "hedge/kernels/gemv.hpp"
+#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/repack.hpp"
+#include "hedge/os/thread_pool.hpp"
+#include "hedge/quant/q5_0.hpp"
+#include "hedge/quant/q5_1.hpp"
+#include "hedge/quant/q6_k.hpp"
+#include "kernels/matmul_support.hpp"
+
+namespace {
+
+namespace q = hedge::quant;
+namespace k = hedge::kernels;
+namespace mm = hedge::kernels::matmul;
+
+#if HEDGE_SIMD_X86
+
+constexpr std::size_t policies = mm::weight_prefetch_policies;
+
+TEST(WeightPrefetchTuner, TriesEachPolicyInTurnThenKeepsTheFastest) {
+  mm::weight_prefetch_tuner tuner;
+  const std::size_t bytes = mm::weight_prefetch_tuner::min_bytes;
+  // Ticks per call: none 300, ahead_into_l1 100, ahead_into_l2 200.
+  const std::uint64_t ticks[policies] = {300, 100, 200};
+  for (std::uint32_t call = 0; call < mm::weight_prefetch_tuner::rounds * policies; ++call) {
+    const auto pick = tuner.next(bytes);
+    ASSERT_TRUE(pick.timed) << "call " << call;
+    EXPECT_EQ(static_cast<std::size_t>(pick.policy), call % policies) << "call " << call;
+    EXPECT_FALSE(tuner.decided());
+    tuner.record(pick.policy, ticks[static_cast<std::size_t>(pick.policy)] * bytes / 1024, bytes);
+  }
+  for (int call = 0; call < 3; ++call) {
+    const auto pick = tuner.next(bytes);
+    EXPECT_FALSE(pick.timed);
+    EXPECT_EQ(pick.policy, mm::weight_prefetch::ahead_into_l1);
+  }
+  EXPECT_TRUE(tuner.decided());
+  EXPECT_EQ(tuner.choice(), mm::weight_prefetch::ahead_into_l1);
+}
+
+TEST(WeightPrefetchTuner, ASlowSampleDoesNotDecide) {
+  mm::weight_prefetch_tuner tuner;
+  const std::size_t bytes = 4 * mm::weight_prefetch_tuner::min_bytes;
+  for (std::uint32_t call = 0; call < mm::weight_prefetch_tuner::rounds * policies; ++call) {
+    const auto pick = tuner.next(bytes);
+    // ahead_into_l2 is the fastest, but its first call was preempted (100x slower); none
+    // is steady in between.
+    std::uint64_t per_kib = pick.policy == mm::weight_prefetch::none ? 150 : 400;
+    if (pick.policy == mm::weight_prefetch::ahead_into_l2) per_kib = call < policies ? 10000 : 100;
+    tuner.record(pick.policy, per_kib * bytes / 1024, bytes);
+  }
+  EXPECT_EQ(tuner.next(bytes).policy, mm::weight_prefetch::ahead_into_l2);
+}
+
+TEST(WeightPrefetchTuner, SmallCallsNeitherCountNorWait) {
+  mm::weight_prefetch_tuner tuner;
+  for (int call = 0; call < 100; ++call) {
+    const auto pick = tuner.next(mm::weight_prefetch_tuner::min_bytes - 1);
+    EXPECT_FALSE(pick.timed);
+    EXPECT_EQ(pick.policy, mm::weight_prefetch::none);
+  }
+  EXPECT_FALSE(tuner.decided());
+  EXPECT_TRUE(tuner.next(mm::weight_prefetch_tuner::min_bytes).timed);
+}
+
+/// Forces each policy for the scope, then tunes again.
+struct forced_policy {
+  explicit forced_policy(mm::weight_prefetch p) noexcept {
+    mm::forced_weight_prefetch.store(static_cast<std::uint8_t>(static_cast<std::uint8_t>(p) + 1));
+  }
+  ~forced_policy() { mm::forced_weight_prefetch.store(0); }
+  forced_policy(const forced_policy&) = delete;
+  forced_policy& operator=(const forced_policy&) = delete;
+};
+
+/// The interleaved GEMV and decode batches of W on arch A under every policy equal those
+/// under `none`, bit for bit, at 1 and 3 threads.
+template <class W, class A>
+void check_same_bits() {
+  if constexpr (hedge::test::may_run<A>) {
+    if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
+    // 21 groups: stream_tiles' 4 streams of 5 groups and a lone group; K of 5 blocks.
+    const std::size_t n = 165, kk = 5 * W::block_elements, most_rows = 8;
+    hedge::test::quantized_matrix<W> w(n, kk, 17);
+    std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
+    ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
+    const k::interleaved_view<W> view(storage.data(), n, kk);
+    const auto xs = hedge::test::random_floats(most_rows * kk, 18);
+    std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(most_rows, kk));
+    hedge::exec::thread_pool pool(3);
+    for (std::size_t rows : {1u, 2u, 3u, 5u, 8u}) {
+      const hedge::matrix_view<const float> x(xs.data(), rows, kk);
+      std::vector<float> expected(rows * n), seen(rows * n);
+      {
+        const forced_policy none(mm::weight_prefetch::none);
+        ASSERT_TRUE((k::gemm<W, A>(view, x, {expected.data(), rows, n}, workspace)));
+      }
+      for (std::size_t p = 0; p < policies; ++p) {
+        const forced_policy forced(static_cast<mm::weight_prefetch>(p));
+        SCOPED_TRACE(testing::Message() << W::name << ", " << rows << " rows, " << mm::name(static_cast<mm::weight_prefetch>(p)));
+        ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace)));
+        EXPECT_EQ(seen, expected);
+        ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace, pool)));
+        EXPECT_EQ(seen, expected) << "3 threads";
+        if (rows == 1) {
+          ASSERT_TRUE((k::gemv<W, A>(view, {xs.data(), kk}, {seen.data(), n}, workspace, pool)));
+          EXPECT_EQ(seen, expected) << "GEMV, 3 threads";
+        }
+      }
+    }
+  }
+}
+
+TEST(WeightPrefetch, EveryPolicyGivesTheSameBits) {
+  using A = hedge::arch::avx512vnni;
+  check_same_bits<q::q4_0, A>();
+  check_same_bits<q::q8_0, A>();
+  check_same_bits<q::q5_0, A>();
+  check_same_bits<q::q5_1, A>();
+  check_same_bits<q::q4_k, A>();
+  check_same_bits<q::q6_k, A>();
+}
+
+TEST(WeightPrefetch, AGemvStreamingEnoughBytesTunesItsKey) {
+  using W = q::q8_0;
+  using A = hedge::arch::avx512vnni;
+  if constexpr (hedge::test::may_run<A>) {
+    if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
+    // 1.1 MiB of Q8_0 (just over min_bytes), on 5 threads: a key no other test tunes.
+    const std::size_t n = 272, kk = 4096, threads = 5;
+    hedge::test::quantized_matrix<W> w(n, kk, 21);
+    std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
+    ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
+    const k::interleaved_view<W> view(storage.data(), n, kk);
+    ASSERT_GE(view.bytes(), mm::weight_prefetch_tuner::min_bytes);
+    const auto x = hedge::test::random_floats(kk, 22);
+    std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
+    std::vector<float> first(n), y(n);
+    hedge::exec::thread_pool pool(threads);
+    const mm::weight_prefetch_tuner& tuner = mm::prefetch_tuner<W>(1, threads);
+    ASSERT_FALSE(tuner.decided());
+    ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {first.data(), n}, workspace, pool)));
+    for (std::uint32_t call = 1; call <= mm::weight_prefetch_tuner::rounds * policies; ++call) {
+      ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {y.data(), n}, workspace, pool)));
+      EXPECT_EQ(y, first) << "call " << call;
+    }
+    EXPECT_TRUE(tuner.decided());
+    EXPECT_FALSE(mm::prefetch_tuner<W>(2, threads).decided()) << "another key";
+  }
+}
+
+#endif  // HEDGE_SIMD_X86
+
+}  // namespace
