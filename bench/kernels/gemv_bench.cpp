@@ -121,7 +121,8 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
 #if HEDGE_SIMD_X86
   namespace mm = hedge::kernels::matmul;
   if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
-    for (std::uint32_t i = 0; i <= mm::weight_prefetch_tuner::rounds * mm::weight_prefetch_policies; ++i) (void)call();
+    using tuner = mm::weight_prefetch_tuner;
+    for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::rounds * mm::weight_prefetch_policies; ++i) (void)call();
   }
 #endif
   const hb::loop_clock clock;

@@ -14,10 +14,11 @@
 //
 // Tuning counts only calls that stream at least `weight_prefetch_tuner::min_bytes`
 // (smaller matrices stay in cache, where the prefetch barely matters and one call is too
-// short to time); each policy gets `rounds` samples, interleaved, and the fewest ticks per
-// byte of each decides (the minimum: a sample can only be slowed by noise, never sped up).
-// The state is static storage with relaxed atomics: no heap, no lock; calls racing on one
-// key at worst add a sample to a policy's minimum.
+// short to time). After `warmup_calls` of them, each policy gets `rounds` samples,
+// interleaved, and the cheapest mean in ticks per byte (each policy's dearest sample left
+// out) decides. The state is static
+// storage with relaxed atomics: no heap, no lock; calls racing on one key at worst
+// overwrite one sample.
 #pragma once
 
 #include <atomic>
@@ -59,37 +60,44 @@ inline std::atomic<std::uint8_t> forced_weight_prefetch{0};
 /// One (format, activation rows, threads) key's tuning state.
 class weight_prefetch_tuner {
  public:
-  /// Timed calls per policy before the choice.
-  static constexpr std::uint32_t rounds = 4;
-  /// Bytes a call must stream for its time to count.
+  /// Calls streaming at least min_bytes that run before any is timed: a model's first
+  /// token finds its weights in other states (just repacked, partly in cache) than the
+  /// rest, and the policy fastest there was not the fastest after.
+  static constexpr std::uint32_t warmup_calls = 32;
+  /// Timed calls per policy, interleaved, before the choice.
+  static constexpr std::uint32_t rounds = 8;
+  /// Bytes a call must stream to count.
   static constexpr std::size_t min_bytes = std::size_t{1} << 20;
 
-  /// The policy for the next call streaming `bytes`, and whether to time it.
+  /// The policy for the next call streaming `bytes`, and whether to time it (then
+  /// `round` is its sample's index).
   struct pick {
     weight_prefetch policy;
     bool timed;
+    std::uint32_t round = 0;
   };
   pick next(std::size_t bytes) noexcept {
     const std::uint8_t chosen = chosen_.load(std::memory_order_relaxed);
     if (chosen != 0) return {static_cast<weight_prefetch>(chosen - 1), false};
     if (bytes < min_bytes) return {weight_prefetch::none, false};
     const std::uint32_t call = calls_.fetch_add(1, std::memory_order_relaxed);
-    if (call >= rounds * weight_prefetch_policies) {
+    if (call < warmup_calls) return {weight_prefetch::none, false};
+    const std::uint32_t sample = call - warmup_calls;
+    if (sample >= rounds * weight_prefetch_policies) {
       decide();
       return {choice(), false};
     }
-    return {static_cast<weight_prefetch>(call % weight_prefetch_policies), true};
+    return {static_cast<weight_prefetch>(sample % weight_prefetch_policies), true,
+            static_cast<std::uint32_t>(sample / weight_prefetch_policies)};
   }
 
-  /// Records a timed call: `ticks` for `bytes` under `policy`.
-  void record(weight_prefetch policy, std::uint64_t ticks, std::size_t bytes) noexcept {
-    if (bytes == 0) return;
+  /// Records a timed call: `ticks` for `bytes` as sample `round` of `policy`.
+  void record(weight_prefetch policy, std::uint32_t round, std::uint64_t ticks, std::size_t bytes) noexcept {
+    if (bytes == 0 || round >= rounds) return;
     // Ticks per KiB, at least 1 (0 means no sample yet).
     const std::uint64_t cost = ticks * 1024 / bytes + 1;
-    std::atomic<std::uint64_t>& best = best_[static_cast<std::size_t>(policy)];
-    std::uint64_t seen = best.load(std::memory_order_relaxed);
-    while ((seen == 0 || cost < seen) && !best.compare_exchange_weak(seen, cost, std::memory_order_relaxed)) {
-    }
+    costs_[static_cast<std::size_t>(policy)][round].store(
+        static_cast<std::uint32_t>(cost < UINT32_MAX ? cost : UINT32_MAX), std::memory_order_relaxed);
   }
 
   /// The choice made, or `none` while tuning.
@@ -100,13 +108,32 @@ class weight_prefetch_tuner {
   [[nodiscard]] bool decided() const noexcept { return chosen_.load(std::memory_order_relaxed) != 0; }
 
  private:
+  /// The policy whose samples cost least on average, the dearest of each left out: a
+  /// model's calls alternate matrices that stream fast and slow (2.5x apart under one policy
+  /// and not another: Qwen3-1.7B's Q6_K matrices at 1 thread), so the mean of all of them is
+  /// what the model's time follows, and no minimum or median of a few samples shows that;
+  /// a preempted call (10-100x slow) is the one sample left out.
   void decide() noexcept {
     std::size_t best = 0;
-    std::uint64_t fewest = 0;
+    std::uint64_t cheapest = 0;  // the best policy's sum over its samples but the dearest
+    std::uint32_t cheapest_n = 0;
     for (std::size_t p = 0; p < weight_prefetch_policies; ++p) {
-      const std::uint64_t cost = best_[p].load(std::memory_order_relaxed);
-      if (cost != 0 && (fewest == 0 || cost < fewest)) {
-        fewest = cost;
+      std::uint64_t sum = 0;
+      std::uint32_t dearest = 0, n = 0;
+      for (std::uint32_t r = 0; r < rounds; ++r) {
+        const std::uint32_t cost = costs_[p][r].load(std::memory_order_relaxed);
+        if (cost == 0) continue;
+        sum += cost;
+        dearest = cost > dearest ? cost : dearest;
+        ++n;
+      }
+      if (n < 2) continue;
+      sum -= dearest;
+      --n;
+      // sum / n < cheapest / cheapest_n, without dividing
+      if (cheapest_n == 0 || sum * cheapest_n < cheapest * n) {
+        cheapest = sum;
+        cheapest_n = n;
         best = p;
       }
     }
@@ -115,7 +142,7 @@ class weight_prefetch_tuner {
 
   std::atomic<std::uint32_t> calls_{0};
   std::atomic<std::uint8_t> chosen_{0};  // 0 while tuning, else policy + 1
-  std::atomic<std::uint64_t> best_[weight_prefetch_policies] = {};
+  std::atomic<std::uint32_t> costs_[weight_prefetch_policies][rounds] = {};
 };
 
 /// Most activation rows and threads a key tells apart (more share the last key).
@@ -153,7 +180,7 @@ void with_weight_prefetch(std::size_t rows, std::size_t threads, std::size_t byt
   }
   const std::uint64_t start = prefetch_ticks();
   run(pick.policy);
-  tuner.record(pick.policy, prefetch_ticks() - start, bytes);
+  tuner.record(pick.policy, pick.round, prefetch_ticks() - start, bytes);
 #else
   // No kernel off x86 takes a policy.
   (void)rows, (void)threads, (void)bytes;
