@@ -122,7 +122,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   namespace mm = hedge::kernels::matmul;
   if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
     using tuner = mm::weight_prefetch_tuner;
-    for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::rounds * mm::weight_prefetch_policies; ++i) (void)call();
+    for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::tuning_calls; ++i) (void)call();
   }
 #endif
   const hb::loop_clock clock;

@@ -1,5 +1,5 @@
-// weight_prefetch: after its warm-up calls the tuner tries each policy `rounds` times,
-// interleaved, then keeps the one with the fewest ticks per byte on average (one slow
+// weight_prefetch: after its warm-up calls the tuner runs each policy in turn, in runs of
+// consecutive calls (a run's first call untimed), then keeps the one with the fewest ticks per byte on average (one slow
 // sample never decides; alternating fast and slow calls count at their mean; calls below
 // min_bytes neither count nor wait); a GEMV streaming enough bytes tunes its (format, rows,
 // threads) key; and the AVX-512 VNNI GEMV and decode batches give the same bits under
@@ -41,14 +41,20 @@ mm::weight_prefetch tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
     EXPECT_FALSE(pick.timed) << "warm-up call " << call;
     EXPECT_EQ(pick.policy, mm::weight_prefetch::none);
   }
-  for (std::uint32_t call = 0; call < tuner_t::rounds * policies; ++call) {
+  std::uint32_t timed[policies] = {};
+  for (std::uint32_t call = 0; call < tuner_t::tuning_calls; ++call) {
     const auto pick = tuner.next(bytes);
-    EXPECT_TRUE(pick.timed) << "call " << call;
-    EXPECT_EQ(static_cast<std::size_t>(pick.policy), call % policies) << "call " << call;
-    EXPECT_EQ(pick.round, call / policies);
+    // Runs of run_length calls per policy, in turn; a run's first call untimed.
+    const std::uint32_t run = call / tuner_t::run_length;
+    EXPECT_EQ(static_cast<std::size_t>(pick.policy), run % policies) << "call " << call;
+    EXPECT_EQ(pick.timed, call % tuner_t::run_length != 0) << "call " << call;
     EXPECT_FALSE(tuner.decided());
+    if (!pick.timed) continue;
+    std::uint32_t& n = timed[static_cast<std::size_t>(pick.policy)];
+    EXPECT_EQ(pick.round, n++) << "call " << call;
     tuner.record(pick.policy, pick.round, per_kib(pick.policy, pick.round) * bytes / 1024, bytes);
   }
+  for (std::uint32_t n : timed) EXPECT_EQ(n, tuner_t::rounds);
   const auto pick = tuner.next(bytes);
   EXPECT_FALSE(pick.timed);
   EXPECT_TRUE(tuner.decided());
@@ -97,8 +103,8 @@ TEST(WeightPrefetchTuner, SmallCallsNeitherCountNorWait) {
     EXPECT_EQ(pick.policy, mm::weight_prefetch::none);
   }
   EXPECT_FALSE(tuner.decided());
-  for (std::uint32_t call = 0; call < tuner_t::warmup_calls; ++call) EXPECT_FALSE(tuner.next(tuner_t::min_bytes).timed);
-  EXPECT_TRUE(tuner.next(tuner_t::min_bytes).timed);
+  for (std::uint32_t call = 0; call <= tuner_t::warmup_calls; ++call) EXPECT_FALSE(tuner.next(tuner_t::min_bytes).timed);
+  EXPECT_TRUE(tuner.next(tuner_t::min_bytes).timed) << "the first run's second call";
 }
 
 /// Forces each policy for the scope, then tunes again.
@@ -178,7 +184,7 @@ TEST(WeightPrefetch, AGemvStreamingEnoughBytesTunesItsKey) {
     const mm::weight_prefetch_tuner& tuner = mm::prefetch_tuner<W>(1, threads);
     ASSERT_FALSE(tuner.decided());
     ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {first.data(), n}, workspace, pool)));
-    for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::rounds * policies; ++call) {
+    for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
       ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {y.data(), n}, workspace, pool)));
       EXPECT_EQ(y, first) << "call " << call;
     }
