@@ -55,6 +55,10 @@ inline constexpr bool tunes_weight_prefetch = false;
 /// (benchmarks compare the policies so); 0 (the default) tunes.
 inline std::atomic<std::uint8_t> forced_weight_prefetch{0};
 
+/// Most activation rows and threads a key tells apart (more share the last key).
+inline constexpr std::size_t tuned_rows = 8;
+inline constexpr std::size_t tuned_threads = 16;
+
 #if HEDGE_SIMD_X86
 
 /// One (format, activation rows, threads) key's tuning state.
@@ -155,10 +159,6 @@ class weight_prefetch_tuner {
   std::atomic<std::uint8_t> chosen_{0};  // 0 while tuning, else policy + 1
   std::atomic<std::uint32_t> costs_[weight_prefetch_policies][rounds] = {};
 };
-
-/// Most activation rows and threads a key tells apart (more share the last key).
-inline constexpr std::size_t tuned_rows = 8;
-inline constexpr std::size_t tuned_threads = 16;
 
 /// The tuner of format W with `rows` activation rows (a decode batch) on `threads` threads.
 template <class W>
