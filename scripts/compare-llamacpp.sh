@@ -376,7 +376,7 @@ const lines = [
     ...prefillRows,
     "",
     "| model | weights | file MB | hedge-generate peak RSS MB | llama.cpp (node) RSS MB after decode |",
-    "|---|---|---|---|",
+    "|---|---|---|---|---|",
     ...memoryRows,
 ];
 process.stdout.write(lines.join("\n") + "\n");
