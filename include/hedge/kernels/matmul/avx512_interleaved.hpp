@@ -559,20 +559,23 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved
 
 }  // namespace avx512
 
+/// The interleaved formats the 512-bit tiles run (each has a pair_block): Q4_0, Q8_0, Q5_0,
+/// Q5_1, Q4_K and Q6_K. Others (a user's interleaved format) take the AVX2 tile.
+template <class W>
+concept PairTiled = Interleavable<W> && (std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> ||
+                                         std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1> ||
+                                         std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>);
+
 /// The AVX-512 VNNI GEMV and decode-batch tiles of W take a weight prefetch policy, which
 /// gemv.hpp and gemm.hpp tune (weight_prefetch.hpp).
 template <class W>
-inline constexpr bool tunes_weight_prefetch<arch::avx512vnni, W> =
-    std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
-    std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>;
+inline constexpr bool tunes_weight_prefetch<arch::avx512vnni, W> = PairTiled<W>;
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
-/// VNNI, Q4_0, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K. The run's full groups are read as gemv_streams long
+/// VNNI, the PairTiled formats. The run's full groups are read as gemv_streams long
 /// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
 /// the AVX2 kernel.
-template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
-           std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
+template <PairTiled W>
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
                  weight_prefetch prefetch = weight_prefetch::none) noexcept {
@@ -588,13 +591,11 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 }
 
 /// GEMM over a run of `groups` consecutive groups (rows 8 * first ...; `valid`
-/// rows in all) and `rows` activation rows, AVX-512 VNNI, every interleaved format: up to
+/// rows in all) and `rows` activation rows, AVX-512 VNNI, the PairTiled formats: up to
 /// stream_rows rows (a decode batch) the full groups as the GEMV streams them, then
 /// pairs of full groups on the 512-bit tile, a lone or partial group on the AVX2 one.
 /// Every row's sums are the GEMV's, in the same order, whichever tile runs it.
-template <Interleavable W>
-  requires(std::is_same_v<W, quant::q4_0> || std::is_same_v<W, quant::q8_0> || std::is_same_v<W, quant::q5_0> ||
-           std::is_same_v<W, quant::q5_1> || std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>)
+template <PairTiled W>
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid, weight_prefetch prefetch = weight_prefetch::none) noexcept {
