@@ -410,6 +410,8 @@ inline constexpr int value_lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumula
 template <class Elem>
 inline constexpr int tail_lanes = 1;
 inline constexpr bool prefetch_next_tile = false;
+template <class Elem>
+inline constexpr std::size_t key_step = 2;  // pair_logits for every format
 
 #define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX2
 #include "hedge/attention/detail/decode_group.inc"

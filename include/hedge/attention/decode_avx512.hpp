@@ -19,6 +19,10 @@
 //        is the accumulator's start value, per int32 lane the sum of its 4 query
 //        bytes times the offset, so it costs nothing; the sum is exact in int32. Then
 //        one convert and one FMA per head and block by the two block scales;
+//        q4_0 keys 16 at a time instead (step_logits): the stored vectors read as 4-byte
+//        words, transposed so each int32 lane is one key, one vpdpbusd per word, nibble
+//        half and head against the query bytes that meet that word, the block scales
+//        taken from the same transposed words, no horizontal sums;
 //   2. online softmax: decode_avx2.hpp's softmax_tile two pairs of positions per register;
 //   3. values: 16-float lanes per head stay in registers while the tile's values stream
 //      through; each 16-value chunk is converted once and feeds every head. q8_0:
@@ -146,6 +150,12 @@ struct reader<kv::kv_q4_0> {
     const __m512i shifted = _mm512_srlv_epi64(both, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
     return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
   }
+  // step_logits: the key's words, 16 positions per register, as vpdpbusd's unsigned
+  // operands: the low nibbles, then the high ones.
+  static constexpr int word_operands = 2;
+  HEDGE_TARGET_AVX512VNNI static __m512i word_operand(__m512i words, int which) noexcept {
+    return _mm512_and_si512(which == 0 ? words : _mm512_srli_epi16(words, 4), _mm512_set1_epi8(0x0F));
+  }
   HEDGE_TARGET_AVX512VNNI static void load32(const block* v, std::size_t b, __m512& lo, __m512& hi) noexcept {
     const __m512 levels = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v[b].qs)));
@@ -157,6 +167,12 @@ struct reader<kv::kv_q4_0> {
   }
 };
 
+/// Keys per logits call: q4_0 16 (step_logits), the others 2 (pair_logits). q8_0 reads
+/// no faster in cache with step_logits and 26% slower from DRAM
+/// (docs/perf-journal.md, "Block-format logits 16 keys at a time").
+template <class Elem>
+inline constexpr std::size_t key_step = std::is_same_v<Elem, kv::kv_q4_0> ? 16 : 2;
+
 /// The queries of the (up to 4) heads handled together, as the key format wants them:
 /// floats zero-padded to the stored width, or per Q8_0 block its 32 values twice (both
 /// 256-bit halves, one per key of a pair), the dot product's start value per int32 lane
@@ -167,7 +183,65 @@ struct group_queries {
   alignas(64) std::int8_t q[4][blocks][64];
   alignas(64) std::int32_t start[4][blocks][16];
   float d[4][blocks];
+  // For step_logits: the stored key vector read as 4-byte words. Per word and head, the
+  // query bytes that multiply its bytes (0 against the block scales' bytes; q4_0: one
+  // int32 for the low nibbles, one for the high), and per word its layout.
+  static constexpr std::size_t max_words = blocks * sizeof(kv::kv_q8_0::unit) / 4;
+  struct word_layout {
+    std::uint8_t block;       // the block whose values the word holds
+    bool last;                // the block's last word
+    std::int8_t scale_block;  // the block whose fp16 scale the word holds, or -1
+    std::uint8_t scale_half;  // in its low (0) or high (1) 16 bits
+  };
+  alignas(64) std::int32_t word_q[2][4][max_words];
+  std::int32_t block_start[4][blocks];  // -key_offset x the block's query sum
+  word_layout words[max_words];
+  std::size_t word_count = 0;
 };
+
+/// Fills q's word_q, block_start and words for step_logits from its Q8_0 blocks: byte x of
+/// a stored key vector (`units` blocks of the format, each an fp16 scale then the values)
+/// is block x / size's, at offset o = x % size; o < 2 is the scale, else it holds value
+/// o - 2 (q8_0), or values o - 2 and o + 14 as its low and high nibble (q4_0). Blocks are
+/// 34 or 18 bytes, so a word holds values of one block at most, and a scale at most.
+template <int N, class Elem>
+HEDGE_TARGET_AVX512VNNI void spread_queries(std::size_t units, group_queries& q) noexcept {
+  constexpr std::size_t size = sizeof(typename Elem::unit);
+  constexpr bool nibbles = std::is_same_v<Elem, kv::kv_q4_0>;
+  const std::size_t bytes = units * size, words = (bytes + 3) / 4;
+  q.word_count = words;
+  for (std::size_t w = 0; w < words; ++w) {
+    group_queries::word_layout layout{0, false, -1, 0};
+    bool values = false;
+    for (int n = 0; n < 4; ++n) q.word_q[0][n][w] = q.word_q[1][n][w] = 0;
+    for (std::size_t k = 0; k < 4 && 4 * w + k < bytes; ++k) {
+      const std::size_t x = 4 * w + k, b = x / size, o = x % size;
+      if (o < 2) {
+        if (o == 0) layout = {layout.block, false, static_cast<std::int8_t>(b), static_cast<std::uint8_t>(k / 2)};
+        continue;
+      }
+      layout.block = static_cast<std::uint8_t>(b);
+      values = true;
+      for (int n = 0; n < N; ++n) {
+        const auto lo = static_cast<std::uint8_t>(q.q[n][b][o - 2]);
+        reinterpret_cast<std::uint8_t*>(&q.word_q[0][n][w])[k] = lo;
+        if constexpr (nibbles)
+          reinterpret_cast<std::uint8_t*>(&q.word_q[1][n][w])[k] = static_cast<std::uint8_t>(q.q[n][b][o + 14]);
+      }
+    }
+    if (!values && w > 0) layout.block = q.words[w - 1].block;
+    q.words[w] = layout;
+  }
+  for (std::size_t w = 0; w < words; ++w)
+    q.words[w].last = w + 1 == words || q.words[w + 1].block != q.words[w].block;
+  for (int n = 0; n < N; ++n) {
+    for (std::size_t b = 0; b < units; ++b) {
+      std::int32_t sum = 0;
+      for (std::size_t j = 0; j < 32; ++j) sum += q.q[n][b][j];
+      q.block_start[n][b] = -reader<Elem>::key_offset * sum;
+    }
+  }
+}
 
 /// Copies the N queries starting at `queries` into `q` in the form the key format's dot product reads.
 template <int N, class Elem>
@@ -187,6 +261,7 @@ HEDGE_TARGET_AVX512VNNI void load_queries(const float* queries, std::size_t dim,
                                    }
                                  });
   }
+  if constexpr (key_step<Elem> == 16) spread_queries<N, Elem>(width / 32, q);
 }
 
 /// Lane j of the result is the sum of the 16 lanes of a[j].
@@ -250,6 +325,98 @@ HEDGE_TARGET_AVX512VNNI inline __m256 dot2_blocks(const group_queries& q, const 
     h[4 + n] = _mm512_extractf32x8_ps(acc[n], 1);
   }
   return avx2::sum8x8(h);
+}
+
+/// t[k] = word k of 16 rows, row p in lane p, from t[p] = (row p's 8 words | row p + 8's):
+/// an 8 x 8 transpose of 32-bit words in both 256-bit halves, then the halves' quarters
+/// put in row order.
+HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void transpose_words(__m512i (&t)[8]) noexcept {
+  __m512i a[8], b[8];
+  for (int i = 0; i < 8; i += 2) {
+    a[i] = _mm512_unpacklo_epi32(t[i], t[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi32(t[i], t[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    b[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
+    b[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
+    b[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
+    b[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
+  }
+  // b[k] (k < 4), 128-bit quarters: rows 0-3 word k, rows 0-3 word k + 4, rows 8-11 word k,
+  // rows 8-11 word k + 4; b[k + 4] the same for rows 4-7 and 12-15.
+  const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm512_permutex2var_epi64(b[k], low, b[k + 4]);
+    t[k + 4] = _mm512_permutex2var_epi64(b[k], high, b[k + 4]);
+  }
+}
+
+/// Scaled logits of up to 16 block-format keys (`count`; the last one stands in for the
+/// rest) for N query heads, into out[4 i + n]. The keys are read as 4-byte words, 8 words
+/// of 16 keys at a time transposed so that each int32 lane is one key (transpose_words):
+/// per word and head one vpdpbusd against that word's query bytes (spread_queries) sums a
+/// block's products for 16 keys at once, exact in int32 from the offset start value; at a
+/// block's last word one convert and FMA per head by the 16 keys' scales (read from the
+/// same transposed words) times the query block's scale. Against pair_logits: no
+/// horizontal sums, and the block scales applied per 16 keys instead of per 2.
+template <int N, class Elem>
+HEDGE_TARGET_AVX512VNNI inline void step_logits(const group_queries& q, const typename Elem::unit* const* keys,
+                                                std::size_t count, std::size_t units, float scale,
+                                                float* out) noexcept {
+  using R = reader<Elem>;
+  const std::size_t bytes = units * sizeof(typename Elem::unit), words = q.word_count;
+  const char* rows[16];
+  for (std::size_t r = 0; r < 16; ++r) rows[r] = reinterpret_cast<const char*>(keys[std::min(r, count - 1)]);
+  __m512 logit[4], dk[group_queries::blocks];
+  __m512i acc[4];
+  for (int n = 0; n < 4; ++n) logit[n] = _mm512_setzero_ps();
+  for (int n = 0; n < N; ++n) acc[n] = _mm512_set1_epi32(q.block_start[n][0]);
+  for (std::size_t c = 0; c < words; c += 8) {
+    const std::size_t left = bytes - 4 * c;
+    const __mmask32 m = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
+    __m512i t[8];
+    for (int r = 0; r < 8; ++r)
+      t[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, rows[r] + 4 * c)),
+                                _mm256_maskz_loadu_epi8(m, rows[r + 8] + 4 * c), 1);
+    transpose_words(t);
+    for (int k = 0; k < 8 && c + k < words; ++k) {
+      const std::size_t w = c + k;
+      const group_queries::word_layout layout = q.words[w];
+      if (layout.scale_block >= 0) {
+        const __m512i bits = layout.scale_half != 0 ? _mm512_srli_epi32(t[k], 16) : t[k];
+        dk[layout.scale_block] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+      }
+      for (int o = 0; o < R::word_operands; ++o) {
+        const __m512i x = R::word_operand(t[k], o);
+        for (int n = 0; n < N; ++n) acc[n] = _mm512_dpbusd_epi32(acc[n], x, _mm512_set1_epi32(q.word_q[o][n][w]));
+      }
+      if (layout.last) {
+        const std::size_t b = layout.block;
+        for (int n = 0; n < N; ++n) {
+          logit[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[n]), _mm512_mul_ps(dk[b], _mm512_set1_ps(q.d[n][b] * scale)),
+                                     logit[n]);
+          if (b + 1 < units) acc[n] = _mm512_set1_epi32(q.block_start[n][b + 1]);
+        }
+      }
+    }
+  }
+  // Head-major (logit[n], 16 keys) to key-major (4 heads per key).
+  const __m512 h01lo = _mm512_unpacklo_ps(logit[0], logit[1]), h01hi = _mm512_unpackhi_ps(logit[0], logit[1]);
+  const __m512 h23lo = _mm512_unpacklo_ps(logit[2], logit[3]), h23hi = _mm512_unpackhi_ps(logit[2], logit[3]);
+  // r[j], quarter Q: key 4Q + j's 4 heads.
+  const __m512 r0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(h01lo), _mm512_castps_pd(h23lo)));
+  const __m512 r1 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(h01lo), _mm512_castps_pd(h23lo)));
+  const __m512 r2 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(h01hi), _mm512_castps_pd(h23hi)));
+  const __m512 r3 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(h01hi), _mm512_castps_pd(h23hi)));
+  const __m512 x0 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(1, 0, 1, 0));  // keys 0, 4, 1, 5
+  const __m512 y0 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(1, 0, 1, 0));  // keys 2, 6, 3, 7
+  const __m512 x1 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(3, 2, 3, 2));  // keys 8, 12, 9, 13
+  const __m512 y1 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(3, 2, 3, 2));  // keys 10, 14, 11, 15
+  _mm512_store_ps(out, _mm512_shuffle_f32x4(x0, y0, _MM_SHUFFLE(2, 0, 2, 0)));
+  _mm512_store_ps(out + 16, _mm512_shuffle_f32x4(x0, y0, _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_store_ps(out + 32, _mm512_shuffle_f32x4(x1, y1, _MM_SHUFFLE(2, 0, 2, 0)));
+  _mm512_store_ps(out + 48, _mm512_shuffle_f32x4(x1, y1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 /// Logits of keys k0 and k1 for N query heads in the format's way.
