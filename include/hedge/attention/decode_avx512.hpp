@@ -486,7 +486,7 @@ HEDGE_TARGET_AVX512VNNI inline void rescale(float* acc, std::size_t width, float
 /// `pairs` pairs of positions): the running max and sum of the 4 heads updated, the
 /// logits replaced by their weights e^(l - max), corr[n] = the factor head n's earlier
 /// sums and accumulators are rescaled by. decode_avx2.hpp's softmax_tile with two pairs
-/// per register: half the exps, 4-6% of the whole kernel in cache (f16 and q8_0, ctx 512).
+/// per register: half the exps; the kernel 0-7% faster in cache (docs/perf-journal.md).
 HEDGE_TARGET_AVX512VNNI inline void softmax_tile(float* weights, std::size_t pairs, __m128& max4, __m128& sum4,
                                                   float* corr) noexcept {
   const std::size_t quads = pairs / 2;
