@@ -191,7 +191,7 @@ HEDGE_TARGET_AVX2 inline void prefetch_lines(const Unit* k0, const Unit* v0, con
 /// lanes 0..3), and the logits in `weights` (position-major, `pairs` pairs) replaced by
 /// exp(logit - new max). corr[n] gets exp(old max - new max), by which head n's
 /// accumulator must be scaled (0 on the first tile: old max -inf, accumulators still 0).
-/// Shared by the AVX-512 kernel (decode_avx512.hpp): the step is latency-bound, not width-bound.
+/// The AVX-512 kernel has its own, two pairs per register (decode_avx512.hpp).
 HEDGE_TARGET_AVX2 inline void softmax_tile(float* weights, std::size_t pairs, __m128& max4, __m128& sum4,
                                            float* corr) noexcept {
   __m256 m = _mm256_load_ps(weights);
