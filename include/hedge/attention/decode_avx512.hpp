@@ -23,7 +23,7 @@
 //        words, transposed so each int32 lane is one key, one vpdpbusd per word, nibble
 //        half and head against the query bytes that meet that word, the block scales
 //        taken from the same transposed words, no horizontal sums;
-//   2. online softmax: decode_avx2.hpp's softmax_tile two pairs of positions per register;
+//   2. online softmax: decode_avx2.hpp's softmax_tile, two position pairs per register;
 //   3. values: 16-float lanes per head stay in registers while the tile's values stream
 //      through; each 16-value chunk is converted once and feeds every head. q8_0:
 //      vpmovsxbd + vcvtdq2ps; q4_0: vpmovzxbd, then vpermps of a 16-float table
@@ -55,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include "hedge/attention/decode_avx2.hpp"
@@ -203,7 +204,9 @@ struct group_queries {
 /// a stored key vector (`units` blocks of the format, each an fp16 scale then the values)
 /// is block x / size's, at offset o = x % size; o < 2 is the scale, else it holds value
 /// o - 2 (q8_0), or values o - 2 and o + 14 as its low and high nibble (q4_0). Blocks are
-/// 34 or 18 bytes, so a word holds values of one block at most, and a scale at most.
+/// 34 or 18 bytes and start at even bytes, so a word holds values of exactly one block (the
+/// half beside a scale is that block's first values or the previous block's last) and at
+/// most one scale.
 template <int N, class Elem>
 HEDGE_TARGET_AVX512VNNI void spread_queries(std::size_t units, group_queries& q) noexcept {
   constexpr std::size_t size = sizeof(typename Elem::unit);
@@ -212,35 +215,30 @@ HEDGE_TARGET_AVX512VNNI void spread_queries(std::size_t units, group_queries& q)
   q.word_count = words;
   for (std::size_t w = 0; w < words; ++w) {
     group_queries::word_layout layout{0, false, -1, 0};
-    bool values = false;
     for (int n = 0; n < 4; ++n) q.word_q[0][n][w] = q.word_q[1][n][w] = 0;
     for (std::size_t k = 0; k < 4 && 4 * w + k < bytes; ++k) {
       const std::size_t x = 4 * w + k, b = x / size, o = x % size;
       if (o < 2) {
-        if (o == 0) layout = {layout.block, false, static_cast<std::int8_t>(b), static_cast<std::uint8_t>(k / 2)};
+        if (o == 0) {
+          layout.scale_block = static_cast<std::int8_t>(b);
+          layout.scale_half = static_cast<std::uint8_t>(k / 2);
+        }
         continue;
       }
       layout.block = static_cast<std::uint8_t>(b);
-      values = true;
       for (int n = 0; n < N; ++n) {
-        const auto lo = static_cast<std::uint8_t>(q.q[n][b][o - 2]);
-        reinterpret_cast<std::uint8_t*>(&q.word_q[0][n][w])[k] = lo;
+        reinterpret_cast<std::uint8_t*>(&q.word_q[0][n][w])[k] = static_cast<std::uint8_t>(q.q[n][b][o - 2]);
         if constexpr (nibbles)
           reinterpret_cast<std::uint8_t*>(&q.word_q[1][n][w])[k] = static_cast<std::uint8_t>(q.q[n][b][o + 14]);
       }
     }
-    if (!values && w > 0) layout.block = q.words[w - 1].block;
     q.words[w] = layout;
   }
   for (std::size_t w = 0; w < words; ++w)
     q.words[w].last = w + 1 == words || q.words[w + 1].block != q.words[w].block;
-  for (int n = 0; n < N; ++n) {
-    for (std::size_t b = 0; b < units; ++b) {
-      std::int32_t sum = 0;
-      for (std::size_t j = 0; j < 32; ++j) sum += q.q[n][b][j];
-      q.block_start[n][b] = -reader<Elem>::key_offset * sum;
-    }
-  }
+  // The sum of the block's 8 lane start values (load_queries: -key_offset x 4 query bytes each).
+  for (int n = 0; n < N; ++n)
+    for (std::size_t b = 0; b < units; ++b) q.block_start[n][b] = std::accumulate(q.start[n][b], q.start[n][b] + 8, 0);
 }
 
 /// Copies the N queries starting at `queries` into `q` in the form the key format's dot product reads.
