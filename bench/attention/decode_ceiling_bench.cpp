@@ -79,9 +79,10 @@ struct ceiling_tile {
     for (std::size_t i = 0; i < positions; i += 2)
       _mm256_store_ps(logits + 4 * i, av::pair_logits<heads, Elem>(q, key[i], key[i + 1], units, head_dim));
     if constexpr (blocks) av::fold_value_scales<Elem>(value, positions, units, weights, scaled[0], positions * 4);
+    av::no_tile_prefetch upcoming;
     for (std::size_t c = 0; c < head_dim; c += 16) {
       const float* chunk_weights[1] = {blocks ? scaled[c / 32] : weights};  // a chunk lies in one block
-      av::accumulate_values<heads, 2, Elem>(acc, value, positions, chunk_weights, c);
+      av::accumulate_values<heads, 2, Elem>(acc, value, positions, chunk_weights, c, upcoming);
     }
     benchmark::ClobberMemory();
   }

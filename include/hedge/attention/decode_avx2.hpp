@@ -186,6 +186,62 @@ HEDGE_TARGET_AVX2 inline void prefetch_lines(const Unit* k0, const Unit* v0, con
   }
 }
 
+/// The next tile's K and V vectors, prefetched into L2 in step with this tile's work: the
+/// first half of its positions one per logits step (a pair of keys), the rest a cache line
+/// of K and one of V at a time, evenly over the values pass's `value_steps` (position x
+/// chunk). Spread so, the requests reach DRAM at about the rate it serves them; issued all
+/// in the logits loop, they came in a burst the memory system did not take, and DRAM idled
+/// during the values (docs/perf-journal.md, attention).
+template <class Unit>
+class tile_prefetch {
+ public:
+  tile_prefetch(const Unit* const* keys, const Unit* const* values, std::size_t count, std::size_t vector_bytes,
+                std::size_t value_steps) noexcept
+      : keys_(keys), values_(values), count_(count), bytes_(vector_bytes), in_logits_((count + 1) / 2) {
+    // Line pairs left for the values pass, issued `per_tick_` at every `stride_`-th step.
+    const std::size_t left = std::max<std::size_t>(1, (count - in_logits_) * ((vector_bytes + 63) / 64));
+    per_tick_ = (left + value_steps - 1) / value_steps;
+    stride_ = countdown_ = std::max<std::size_t>(1, value_steps * per_tick_ / left);
+  }
+  HEDGE_ALWAYS_INLINE void logits_step() noexcept {
+    if (pos_ >= in_logits_) return;
+    const char* k = reinterpret_cast<const char*>(keys_[pos_]);
+    const char* v = reinterpret_cast<const char*>(values_[pos_]);
+    for (std::size_t offset = 0; offset < bytes_; offset += 64) {
+      _mm_prefetch(k + offset, _MM_HINT_T1);
+      _mm_prefetch(v + offset, _MM_HINT_T1);
+    }
+    ++pos_;
+  }
+  HEDGE_ALWAYS_INLINE void value_step() noexcept {
+    if (--countdown_ != 0) return;
+    countdown_ = stride_;
+    for (std::size_t t = 0; t < per_tick_ && pos_ < count_; ++t) {
+      _mm_prefetch(reinterpret_cast<const char*>(keys_[pos_]) + offset_, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(values_[pos_]) + offset_, _MM_HINT_T1);
+      if ((offset_ += 64) >= bytes_) {
+        offset_ = 0;
+        ++pos_;
+      }
+    }
+  }
+
+ private:
+  const Unit* const* keys_;
+  const Unit* const* values_;
+  std::size_t count_, bytes_, in_logits_, per_tick_, stride_, countdown_;
+  std::size_t pos_ = 0, offset_ = 0;  // the next line pair: byte offset_ of position pos_'s K and V
+};
+
+/// The AVX2 kernel's stand-in for tile_prefetch: nothing (its L1 prefetch alone measured
+/// best on the Zen 3 it was tuned on).
+struct no_tile_prefetch {
+  template <class... Args>
+  explicit no_tile_prefetch(const Args&...) noexcept {}
+  void logits_step() noexcept {}
+  void value_step() noexcept {}
+};
+
 /// The online-softmax step of one tile (Milakov & Gimelshein), 8 lanes = 2 positions x
 /// 4 heads at a time: the tile max, one rescale of the running max4 / sum4 (heads in
 /// lanes 0..3), and the logits in `weights` (position-major, `pairs` pairs) replaced by
@@ -339,14 +395,16 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void accumulate_position(__m256 (&a)[N][La
 
 /// acc[n][c .. c + 8 Lanes) += sum_i weights[4 i + n] value_i[c ..] (for block formats the
 /// weights of the chunk's block): the tile's values stream once through the registers;
-/// each chunk is converted once for all heads.
+/// each chunk is converted once for all heads. This width prefetches no next tile
+/// (no_tile_prefetch).
 /// \tparam N     query heads handled together (1..4)
 /// \tparam Lanes 8-float vectors of output per query head kept in registers
 /// \tparam Elem  the KV element format
 template <int N, int Lanes, class Elem>
 HEDGE_TARGET_AVX2 inline void accumulate_values(float (*acc)[attention_max_head_dim],
                                                 const typename Elem::unit* const* values, std::size_t count,
-                                                const float* const* block_weights, std::size_t c) noexcept {
+                                                const float* const* block_weights, std::size_t c,
+                                                no_tile_prefetch&) noexcept {
   using R = reader<Elem>;
   // The chunk lies in one value block, whose weights are block_weights[0].
   static_assert(R::scale_block == 0 || 8 * Lanes <= R::scale_block);
@@ -386,17 +444,6 @@ HEDGE_TARGET_AVX2 void load_queries(const float* queries, std::size_t dim, std::
   }
 }
 
-/// Prefetches one position's stored K and V vectors (`bytes` each) into L2.
-template <class Unit>
-HEDGE_ALWAYS_INLINE void prefetch_to_l2(const Unit* k, const Unit* v, std::size_t bytes) noexcept {
-  const char* a = reinterpret_cast<const char*>(k);
-  const char* b = reinterpret_cast<const char*>(v);
-  for (std::size_t offset = 0; offset < bytes; offset += 64) {
-    _mm_prefetch(a + offset, _MM_HINT_T1);
-    _mm_prefetch(b + offset, _MM_HINT_T1);
-  }
-}
-
 /// acc[0 .. width) *= factor: a head's accumulator rescaled by its softmax correction.
 HEDGE_TARGET_AVX2 inline void rescale(float* acc, std::size_t width, float factor) noexcept {
   const __m256 f = _mm256_set1_ps(factor);
@@ -409,7 +456,8 @@ template <int N>
 inline constexpr int value_lanes = N >= 3 ? 2 : 4;  // >= 8 independent accumulators where the registers allow
 template <class Elem>
 inline constexpr int tail_lanes = 1;
-inline constexpr bool prefetch_next_tile = false;
+template <class Unit>
+using next_tile_prefetch = no_tile_prefetch;
 template <class Elem>
 inline constexpr std::size_t key_step = 2;  // pair_logits for every format
 

@@ -461,15 +461,20 @@ HEDGE_TARGET_AVX512VNNI HEDGE_ALWAYS_INLINE void accumulate_position(__m512 (&a)
 }
 
 /// acc[n][c .. c + 16 Lanes) += sum_i weight(i, n) value_i[c ..]: the tile's values
-/// stream once through the registers; each chunk is converted once for all heads.
+/// stream once through the registers; each chunk is converted once for all heads. Each
+/// position is one of `upcoming`'s value steps (the next tile's L2 prefetch).
 template <int N, int Lanes, class Elem>
 HEDGE_TARGET_AVX512VNNI inline void accumulate_values(float (*acc)[attention_max_head_dim],
                                                       const typename Elem::unit* const* values, std::size_t count,
-                                                      const float* const* weights, std::size_t c) noexcept {
+                                                      const float* const* weights, std::size_t c,
+                                                      avx2::tile_prefetch<typename Elem::unit>& upcoming) noexcept {
   __m512 a[N][Lanes];
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) a[n][l] = _mm512_load_ps(acc[n] + c + 16 * l);
-  for (std::size_t i = 0; i < count; ++i) accumulate_position<N, Lanes, Elem>(a, values[i], c, weights, i);
+  for (std::size_t i = 0; i < count; ++i) {
+    upcoming.value_step();
+    accumulate_position<N, Lanes, Elem>(a, values[i], c, weights, i);
+  }
   for (int n = 0; n < N; ++n)
     for (int l = 0; l < Lanes; ++l) _mm512_store_ps(acc[n] + c + 16 * l, a[n][l]);
 }
@@ -521,11 +526,11 @@ template <int N>
 inline constexpr int value_lanes = N >= 3 ? 4 : 8;  // N x lanes accumulators: 16 of the 32 registers
 template <class Elem>
 inline constexpr int tail_lanes = reader<Elem>::scale_block != 0 ? 2 : 1;  // block formats: 32 values at a time
-inline constexpr bool prefetch_next_tile = true;
+template <class Unit>
+using next_tile_prefetch = avx2::tile_prefetch<Unit>;
 using avx2::fold_value_scales;
 using avx2::prefetch_bytes;
 using avx2::prefetch_lines;
-using avx2::prefetch_to_l2;
 
 #define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX512VNNI
 #include "hedge/attention/detail/decode_group.inc"
