@@ -459,6 +459,8 @@ inline constexpr int tail_lanes = 1;
 template <class Unit>
 using next_tile_prefetch = no_tile_prefetch;
 template <class Elem>
+inline constexpr bool l1_prefetch = true;
+template <class Elem>
 inline constexpr std::size_t key_step = 2;  // pair_logits for every format
 
 #define HEDGE_DECODE_TARGET HEDGE_TARGET_AVX2

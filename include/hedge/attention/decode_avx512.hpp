@@ -528,6 +528,10 @@ template <class Elem>
 inline constexpr int tail_lanes = reader<Elem>::scale_block != 0 ? 2 : 1;  // block formats: 32 values at a time
 template <class Unit>
 using next_tile_prefetch = avx2::tile_prefetch<Unit>;
+// With the next tile in L2, the float formats' logits need no L1 prefetch (f16 from DRAM
+// 6% faster, f32 10% faster in cache without it); q8_0's are 7% slower from DRAM without.
+template <class Elem>
+inline constexpr bool l1_prefetch = reader<Elem>::scale_block != 0;
 using avx2::fold_value_scales;
 using avx2::prefetch_bytes;
 using avx2::prefetch_lines;
