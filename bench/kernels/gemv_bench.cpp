@@ -115,13 +115,14 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
       return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
     }
   };
-  // The first calls of each (format, rows, threads) tune the weight prefetch
-  // (matmul/weight_prefetch.hpp): they run before the timed ones, and the counter
-  // weight_prefetch says which policy the timed ones ran (0 none, 1 into L1, 2 into L2).
+  // The first calls of each (format, rows, threads) tune the weight read
+  // (matmul/weight_read.hpp): they run before the timed ones, and the counters say which
+  // policy the timed ones ran: weight_streams (4 or 2) and weight_prefetch (0 none, 1 into
+  // L1, 2 into L2).
 #if HEDGE_SIMD_X86
   namespace mm = hedge::kernels::matmul;
-  if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
-    using tuner = mm::weight_prefetch_tuner;
+  if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
+    using tuner = mm::weight_read_tuner;
     for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::tuning_calls; ++i) (void)call();
   }
 #endif
@@ -138,8 +139,10 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
   hb::set_flops_counters(state, 2.0 * double(batch) * double(s.rows) * double(s.k));
 #if HEDGE_SIMD_X86
-  if constexpr (Interleave && mm::tunes_weight_prefetch<A, W>) {
-    state.counters["weight_prefetch"] = static_cast<double>(mm::prefetch_tuner<W>(batch, threads).choice());
+  if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
+    const mm::weight_read read = mm::weight_reads[mm::read_tuner<W>(batch, threads).choice()];
+    state.counters["weight_streams"] = static_cast<double>(read.streams);
+    state.counters["weight_prefetch"] = static_cast<double>(read.prefetch);
   }
 #endif
 }

@@ -69,7 +69,7 @@
 #include "hedge/kernels/matmul/neon_gemv.hpp"
 #include "hedge/kernels/matmul/neon_interleaved.hpp"
 #include "hedge/kernels/matmul/scalar.hpp"
-#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/norm.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/kernels/rope.hpp"

@@ -40,7 +40,7 @@
 #include "hedge/kernels/matmul/avx2_gemm.hpp"
 #include "hedge/kernels/matmul/avx512_interleaved.hpp"
 #include "hedge/kernels/matmul/activation.hpp"
-#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
 
@@ -155,7 +155,7 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
     const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
     if (!prepared) return prepared.error();
     const matmul::activation_row<W>* rows = *prepared;
-    const auto run = [&](matmul::weight_prefetch prefetch) {
+    const auto run = [&](matmul::weight_read read) {
       parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(),
                      [&](std::size_t begin, std::size_t end) {
                        for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
@@ -166,10 +166,10 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                          float* out = y.row(m0).data() + first;
                          if constexpr (requires {
                                          matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
-                                                             rows + m0, count, out, y.stride(), valid, prefetch);
+                                                             rows + m0, count, out, y.stride(), valid, read);
                                        }) {
                            matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), rows + m0, count, out,
-                                               y.stride(), valid, prefetch);
+                                               y.stride(), valid, read);
                          } else if constexpr (requires {
                                                 matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
                                                                     rows + m0, count, out, y.stride(), valid);
@@ -186,14 +186,14 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                        }
                      });
     };
-    // A decode batch streams its weights as a GEMV does, and tunes their prefetch so.
-    if constexpr (matmul::tunes_weight_prefetch<A, W>) {
+    // A decode batch streams its weights as a GEMV does, and tunes their read so.
+    if constexpr (matmul::tunes_weight_read<A, W>) {
       if (x.rows() <= matmul::tuned_rows) {
-        matmul::with_weight_prefetch<W>(x.rows(), executor.concurrency(), w.bytes(), run);
+        matmul::with_weight_read<W>(x.rows(), executor.concurrency(), w.bytes(), run);
         return ok();
       }
     }
-    run(matmul::weight_prefetch::none);
+    run(matmul::weight_read{});
     return ok();
   }
 }

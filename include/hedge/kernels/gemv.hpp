@@ -36,7 +36,7 @@
 #include "hedge/kernels/matmul/neon_gemv.hpp"
 #include "hedge/kernels/matmul/neon_interleaved.hpp"
 #include "hedge/kernels/matmul/scalar.hpp"
-#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/block_format.hpp"
 #include "hedge/quant/float_formats.hpp"
@@ -136,8 +136,8 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
 /// executor splits the 8-row groups, each part runs the arch's multi-group
 /// GEMV kernel where it has one (`gemv_groups`, AVX2), else the GEMM
 /// microkernel with one activation row per group. Same workspace as the plain layout.
-/// Where the arch's kernel takes a weight prefetch policy (AVX-512 VNNI), the calls tune
-/// it (matmul/weight_prefetch.hpp).
+/// Where the arch's kernel takes a weight read policy (AVX-512 VNNI), the calls tune it
+/// (matmul/weight_read.hpp).
 template <Interleavable W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
@@ -152,16 +152,16 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
     const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
     if (!activation) return activation.error();
     const matmul::activation_row<W> row = *activation;
-    const auto run = [&](matmul::weight_prefetch prefetch) {
+    const auto run = [&](matmul::weight_read read) {
       parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(),
                      [&](std::size_t begin, std::size_t end) {
                        const std::size_t first = begin * interleave_rows;
                        const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
                        const auto* group = w.group(begin);
                        if constexpr (requires { matmul::gemv_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
-                                                                    row, y.data() + first, valid, prefetch); }) {
+                                                                    row, y.data() + first, valid, read); }) {
                          matmul::gemv_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), row, y.data() + first,
-                                             valid, prefetch);
+                                             valid, read);
                        } else if constexpr (requires { matmul::gemv_groups(A{}, W{}, group, end - begin,
                                                                            w.blocks_per_row(), row, y.data() + first,
                                                                            valid); }) {
@@ -176,10 +176,10 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
                        }
                      });
     };
-    if constexpr (matmul::tunes_weight_prefetch<A, W>) {
-      matmul::with_weight_prefetch<W>(1, executor.concurrency(), w.bytes(), run);
+    if constexpr (matmul::tunes_weight_read<A, W>) {
+      matmul::with_weight_read<W>(1, executor.concurrency(), w.bytes(), run);
     } else {
-      run(matmul::weight_prefetch::none);
+      run(matmul::weight_read{});
     }
     return ok();
   }

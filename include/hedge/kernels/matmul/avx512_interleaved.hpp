@@ -29,7 +29,7 @@
 // accumulators per row (even and odd quads) so 2M independent vpdpbusd chains
 // hide its latency: 16 + 8 float accumulators + the weight vectors fit the 32
 // zmm registers at M = 8. GEMV tile: 4 groups in four long DRAM streams
-// (gemv_streams.hpp; prefetched as weight_prefetch.hpp's tuner picks)
+// (gemv_streams.hpp; or 2, and prefetched, as weight_read.hpp's tuner picks)
 // x 1 row. A lone group or one with padding rows runs the AVX2 kernel.
 //
 // Q5_0, Q5_1: Q4_0's nibbles, each quad's fifth bits added as 16 where the quad's qh word
@@ -60,7 +60,7 @@
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_interleaved.hpp"
 #include "hedge/kernels/matmul/gemv_streams.hpp"
-#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
@@ -431,7 +431,7 @@ inline constexpr bool spills_above_4 = std::is_same_v<W, quant::q4_k> || std::is
 
 /// P pairs of groups (tile_out: group q at group + q * group_stride groups) x M activation
 /// rows, blocks [x_block, x_block + blocks) of the activation, prefetching the weights as
-/// `Prefetch` says (weight_prefetch.hpp): a GEMV's and a decode batch's come from DRAM
+/// `Prefetch` says (weight_read.hpp): a GEMV's and a decode batch's come from DRAM
 /// (stream_tiles, tuned per CPU); a prefill's tiles re-read theirs from cache.
 template <int M, int P, class W, weight_prefetch Prefetch = weight_prefetch::none>
 HEDGE_TARGET_AVX512VNNI void pair_tile(const typename interleaved<W>::block* group, std::size_t blocks,
@@ -498,51 +498,56 @@ namespace avx512 {
 /// in pair_rows, and still stream faster than as a prefill tile: 4096x11008 cold at 1
 /// thread, 2,860-3,334 us against 3,391-3,928.)
 inline constexpr int stream_rows = 8;
-static_assert(stream_rows == tuned_rows, "a decode batch's rows each tune their weight prefetch");
+static_assert(stream_rows == tuned_rows, "a decode batch's rows each tune their weight read");
 
 /// M activation rows (M <= stream_rows) against the full groups of a run, read as
-/// gemv_streams long streams (gemv_streams.hpp) prefetched as `Prefetch` says, every row
-/// per tile; returns the groups done. Up to 4 rows a tile reads the 4 streams at once;
-/// from 5 rows on (whose accumulators fill the registers) it reads them as two pairs, one
-/// after the other per step, so the 4 streams still advance together.
+/// `streams` long streams (gemv_streams.hpp: gemv_streams or 2) prefetched as `Prefetch`
+/// says, every row per tile; returns the groups done. 4 streams are one tile of two pairs
+/// up to 4 rows; from 5 rows on (whose accumulators fill the registers), and for 2 streams,
+/// a tile is one pair, and the pairs of a step run one after the other, so the streams
+/// still advance together.
 template <int M, class W, weight_prefetch Prefetch>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                  std::size_t blocks, const activation_row<W>* x, float* y,
-                                                 std::size_t y_stride, std::size_t valid) noexcept {
-  static_assert(gemv_streams == 4, "two pairs of streams per tile");
+                                                 std::size_t y_stride, std::size_t valid, std::size_t streams) noexcept {
+  static_assert(gemv_streams == 4, "4 streams are two pairs");
   static_assert(M <= stream_rows);
-  const stream_split split(groups, valid);
+  const stream_split split(groups, valid, streams == 2 ? 2 : gemv_streams);
   for (std::size_t i = 0; i < split.per_stream; ++i) {
     if constexpr (M <= 4) {
-      pair_tile<M, 2, W, Prefetch>(group + i * blocks, blocks, x, 0,
-                               {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
-    } else {
-      for (std::size_t pair = 0; pair < 2; ++pair) {
-        const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
-        pair_tile<M, 1, W, Prefetch>(group + first * blocks, blocks, x, 0,
-                                 {y + first * interleave_rows, y_stride, 2 * interleave_rows, false, split.per_stream});
+      if (split.streams == 4) {
+        pair_tile<M, 2, W, Prefetch>(group + i * blocks, blocks, x, 0,
+                                     {y + i * interleave_rows, y_stride, 4 * interleave_rows, false, split.per_stream});
+        continue;
       }
+    }
+    for (std::size_t pair = 0; pair < split.streams / 2; ++pair) {
+      const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
+      pair_tile<M, 1, W, Prefetch>(group + first * blocks, blocks, x, 0,
+                                   {y + first * interleave_rows, y_stride, 2 * interleave_rows, false, split.per_stream});
     }
   }
   return split.streamed();
 }
 
-/// stream_tiles for a run-time row count (1 .. stream_rows; 0 groups done for more) and policy.
+/// stream_tiles for a run-time row count (1 .. stream_rows; 0 groups done for more) and read.
 template <class W>
 HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved<W>::block* group, std::size_t groups,
                                                       std::size_t blocks, const activation_row<W>* x, std::size_t rows,
                                                       float* y, std::size_t y_stride, std::size_t valid,
-                                                      weight_prefetch prefetch) noexcept {
+                                                      weight_read read) noexcept {
   static_assert(stream_rows == 8, "a case per row count");
   const auto run = [&]<int M>(std::integral_constant<int, M>) {
-    switch (prefetch) {
+    switch (read.prefetch) {
       case weight_prefetch::ahead_into_l1:
-        return stream_tiles<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid);
+        return stream_tiles<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid,
+                                                                  read.streams);
       case weight_prefetch::ahead_into_l2:
-        return stream_tiles<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid);
+        return stream_tiles<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid,
+                                                                  read.streams);
       case weight_prefetch::none: break;
     }
-    return stream_tiles<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid);
+    return stream_tiles<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid, read.streams);
   };
   switch (rows) {
     case 1: return run(std::integral_constant<int, 1>{});
@@ -566,21 +571,21 @@ concept PairTiled = Interleavable<W> && (std::is_same_v<W, quant::q4_0> || std::
                                          std::is_same_v<W, quant::q5_0> || std::is_same_v<W, quant::q5_1> ||
                                          std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k>);
 
-/// The AVX-512 VNNI GEMV and decode-batch tiles of W take a weight prefetch policy, which
-/// gemv.hpp and gemm.hpp tune (weight_prefetch.hpp).
+/// The AVX-512 VNNI GEMV and decode-batch tiles of W take a weight read policy (streams and
+/// prefetch), which gemv.hpp and gemm.hpp tune (weight_read.hpp).
 template <class W>
-inline constexpr bool tunes_weight_prefetch<arch::avx512vnni, W> = PairTiled<W>;
+inline constexpr bool tunes_weight_read<arch::avx512vnni, W> = PairTiled<W>;
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
-/// VNNI, the PairTiled formats. The run's full groups are read as gemv_streams long
-/// streams (gemv_streams.hpp); the pairs left over, then a lone or partial group on
-/// the AVX2 kernel.
+/// VNNI, the PairTiled formats. The run's full groups are read as long streams, as `read`
+/// says (gemv_streams.hpp); the pairs left over, then a lone or partial group on the AVX2
+/// kernel.
 template <PairTiled W>
 void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
-                 weight_prefetch prefetch = weight_prefetch::none) noexcept {
+                 weight_read read = {}) noexcept {
   const stream_split split(groups, valid);
-  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, &x, 1, y, 0, valid, prefetch);
+  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, &x, 1, y, 0, valid, read);
   for (; g + 2 <= split.full; g += 2) {
     avx512::pair_tile<1, 1, W>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
@@ -598,8 +603,8 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
 template <PairTiled W>
 void gemm_groups(arch::avx512vnni, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
-                 std::size_t valid, weight_prefetch prefetch = weight_prefetch::none) noexcept {
-  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, x, rows, y, y_stride, valid, prefetch);
+                 std::size_t valid, weight_read read = {}) noexcept {
+  std::size_t g = avx512::stream_rows_tiles<W>(group, groups, blocks, x, rows, y, y_stride, valid, read);
   for (; g + 2 <= groups && (g + 2) * interleave_rows <= valid; g += 2) {
     avx512::pair_rows<W>(group + g * blocks, blocks, x, 0, rows,
                          {y + g * interleave_rows, y_stride, 2 * interleave_rows});

@@ -22,21 +22,25 @@
 
 namespace hedge::kernels::matmul {
 
-/// Groups a GEMV tile reads at once, each from its own stream.
+/// Groups a GEMV tile reads at once, each from its own stream; the AVX-512 VNNI tiles may
+/// read 2 instead, as the CPU's tuner picks (weight_read.hpp).
 inline constexpr std::size_t gemv_streams = 4;
 
-/// A run of `groups` groups with `valid` rows in all, split for the long-stream order:
-/// tile i (i < per_stream) takes groups i, per_stream + i, 2 per_stream + i, ...; the
-/// groups from streamed() on (fewer than gemv_streams full ones, then any partial one)
-/// are the caller's.
+/// A run of `groups` groups with `valid` rows in all, split for the long-stream order into
+/// `streams` streams: tile i (i < per_stream) takes groups i, per_stream + i, 2 per_stream
+/// + i, ...; the groups from streamed() on (fewer than `streams` full ones, then any
+/// partial one) are the caller's.
 struct stream_split {
   std::size_t full;        ///< leading groups whose 8 rows are all valid
+  std::size_t streams;     ///< streams the full groups are cut into
   std::size_t per_stream;  ///< groups in each stream
 
-  constexpr stream_split(std::size_t groups, std::size_t valid) noexcept
-      : full(valid / interleave_rows < groups ? valid / interleave_rows : groups), per_stream(full / gemv_streams) {}
+  constexpr stream_split(std::size_t groups, std::size_t valid, std::size_t streams = gemv_streams) noexcept
+      : full(valid / interleave_rows < groups ? valid / interleave_rows : groups),
+        streams(streams),
+        per_stream(full / streams) {}
 
-  constexpr std::size_t streamed() const noexcept { return per_stream * gemv_streams; }
+  constexpr std::size_t streamed() const noexcept { return per_stream * streams; }
 };
 
 }  // namespace hedge::kernels::matmul

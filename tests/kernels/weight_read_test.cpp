@@ -1,9 +1,10 @@
-// weight_prefetch: after its warm-up calls the tuner runs each policy in turn, in runs of
+// weight_read: after its warm-up calls the tuner runs each policy in turn, in runs of
 // consecutive calls (a run's first call untimed), then keeps the one with the fewest ticks per byte on average (one slow
 // sample never decides; alternating fast and slow calls count at their mean; calls below
 // min_bytes neither count nor wait); a GEMV streaming enough bytes tunes its (format, rows,
 // threads) key; and the AVX-512 VNNI GEMV and decode batches give the same bits under
-// every policy, so tuning can never change a result. (x86: no other kernel takes a policy.)
+// every policy (4 or 2 streams, each prefetch), so tuning can never change a result. (x86:
+// no other kernel takes a policy.)
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -12,7 +13,7 @@
 
 #include "hedge/kernels/gemm.hpp"
 #include "hedge/kernels/gemv.hpp"
-#include "hedge/kernels/matmul/weight_prefetch.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/os/thread_pool.hpp"
 #include "hedge/quant/q5_0.hpp"
@@ -28,29 +29,29 @@ namespace mm = hedge::kernels::matmul;
 
 #if HEDGE_SIMD_X86
 
-constexpr std::size_t policies = mm::weight_prefetch_policies;
+constexpr std::size_t policies = mm::weight_read_policies;
 
-using tuner_t = mm::weight_prefetch_tuner;
+using tuner_t = mm::weight_read_tuner;
 
 /// Runs the tuner's warm-up calls, then its timed ones, each costing `per_kib(policy,
-/// round)` ticks per KiB; returns the choice.
+/// round)` ticks per KiB (policy: an index into weight_reads); returns the choice.
 template <class Cost>
-mm::weight_prefetch tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
+std::uint8_t tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
   for (std::uint32_t call = 0; call < tuner_t::warmup_calls; ++call) {
     const auto pick = tuner.next(bytes);
     EXPECT_FALSE(pick.timed) << "warm-up call " << call;
-    EXPECT_EQ(pick.policy, mm::weight_prefetch::none);
+    EXPECT_EQ(pick.policy, 0);
   }
   std::uint32_t timed[policies] = {};
   for (std::uint32_t call = 0; call < tuner_t::tuning_calls; ++call) {
     const auto pick = tuner.next(bytes);
     // Runs of run_length calls per policy, in turn; a run's first call untimed.
     const std::uint32_t run = call / tuner_t::run_length;
-    EXPECT_EQ(static_cast<std::size_t>(pick.policy), run % policies) << "call " << call;
+    EXPECT_EQ(pick.policy, run % policies) << "call " << call;
     EXPECT_EQ(pick.timed, call % tuner_t::run_length != 0) << "call " << call;
     EXPECT_FALSE(tuner.decided());
     if (!pick.timed) continue;
-    std::uint32_t& n = timed[static_cast<std::size_t>(pick.policy)];
+    std::uint32_t& n = timed[pick.policy];
     EXPECT_EQ(pick.round, n++) << "call " << call;
     tuner.record(pick.policy, pick.round, per_kib(pick.policy, pick.round) * bytes / 1024, bytes);
   }
@@ -62,57 +63,68 @@ mm::weight_prefetch tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
   return pick.policy;
 }
 
-TEST(WeightPrefetchTuner, TriesEachPolicyInTurnThenKeepsTheFastest) {
-  tuner_t tuner;
-  const std::uint64_t per_kib[policies] = {300, 100, 200};  // none, into L1, into L2
-  EXPECT_EQ(tune(tuner, tuner_t::min_bytes, [&](mm::weight_prefetch p, std::uint32_t) {
-              return per_kib[static_cast<std::size_t>(p)];
-            }),
-            mm::weight_prefetch::ahead_into_l1);
-  for (int call = 0; call < 3; ++call) EXPECT_EQ(tuner.next(tuner_t::min_bytes).policy, mm::weight_prefetch::ahead_into_l1);
+/// The index of `read` in weight_reads.
+std::uint8_t index_of(mm::weight_read read) {
+  for (std::size_t i = 0; i < policies; ++i) {
+    if (mm::weight_reads[i] == read) return static_cast<std::uint8_t>(i);
+  }
+  ADD_FAILURE() << "no such policy";
+  return 0;
 }
 
-TEST(WeightPrefetchTuner, OneSlowSampleDoesNotDecide) {
+TEST(WeightReadTuner, TriesEachPolicyInTurnThenKeepsTheFastest) {
+  // Every policy is someone's fastest: each in turn here.
+  for (std::size_t fastest = 0; fastest < policies; ++fastest) {
+    tuner_t tuner;
+    EXPECT_EQ(tune(tuner, tuner_t::min_bytes,
+                   [&](std::uint8_t p, std::uint32_t) -> std::uint64_t { return p == fastest ? 100 : 200 + 10 * p; }),
+              fastest);
+    for (int call = 0; call < 3; ++call) EXPECT_EQ(tuner.next(tuner_t::min_bytes).policy, fastest);
+  }
+}
+
+TEST(WeightReadTuner, OneSlowSampleDoesNotDecide) {
   tuner_t tuner;
-  // ahead_into_l2 is the fastest, but one of its calls was preempted (100x slower).
+  // 2 streams prefetched into L2 is the fastest, but one of its calls was preempted (100x
+  // slower).
+  const std::uint8_t best = index_of({2, mm::weight_prefetch::ahead_into_l2});
   EXPECT_EQ(tune(tuner, 4 * tuner_t::min_bytes,
-                 [](mm::weight_prefetch p, std::uint32_t round) -> std::uint64_t {
-                   if (p == mm::weight_prefetch::ahead_into_l2) return round == 3 ? 10000 : 100;
-                   return p == mm::weight_prefetch::none ? 150 : 400;
+                 [&](std::uint8_t p, std::uint32_t round) -> std::uint64_t {
+                   if (p == best) return round == 3 ? 10000 : 100;
+                   return p == 0 ? 150 : 400;
                  }),
-            mm::weight_prefetch::ahead_into_l2);
+            best);
 }
 
-TEST(WeightPrefetchTuner, TheMeanDecidesWhereCallsAlternateFastAndSlow) {
+TEST(WeightReadTuner, TheMeanDecidesWhereCallsAlternateFastAndSlow) {
   tuner_t tuner;
   // As Qwen3-1.7B's Q6_K matrices at 1 thread: with no prefetch every other call is 2.5x
   // slower (its minimum and median look best); L1 prefetches are steady.
+  const std::uint8_t l1 = index_of({mm::gemv_streams, mm::weight_prefetch::ahead_into_l1});
   EXPECT_EQ(tune(tuner, tuner_t::min_bytes,
-                 [](mm::weight_prefetch p, std::uint32_t round) -> std::uint64_t {
-                   if (p == mm::weight_prefetch::none) return round % 2 ? 160 : 64;
-                   return p == mm::weight_prefetch::ahead_into_l1 ? 77 : 95;
+                 [&](std::uint8_t p, std::uint32_t round) -> std::uint64_t {
+                   if (mm::weight_reads[p].prefetch == mm::weight_prefetch::none) return round % 2 ? 160 : 64;
+                   return p == l1 ? 77 : 95;
                  }),
-            mm::weight_prefetch::ahead_into_l1);
+            l1);
 }
 
-TEST(WeightPrefetchTuner, SmallCallsNeitherCountNorWait) {
+TEST(WeightReadTuner, SmallCallsNeitherCountNorWait) {
   tuner_t tuner;
   for (int call = 0; call < 100; ++call) {
     const auto pick = tuner.next(tuner_t::min_bytes - 1);
     EXPECT_FALSE(pick.timed);
-    EXPECT_EQ(pick.policy, mm::weight_prefetch::none);
+    EXPECT_EQ(pick.policy, 0);
   }
   EXPECT_FALSE(tuner.decided());
   for (std::uint32_t call = 0; call <= tuner_t::warmup_calls; ++call) EXPECT_FALSE(tuner.next(tuner_t::min_bytes).timed);
   EXPECT_TRUE(tuner.next(tuner_t::min_bytes).timed) << "the first run's second call";
 }
 
-/// Forces each policy for the scope, then tunes again.
+/// Forces policy weight_reads[p] for the scope, then tunes again.
 struct forced_policy {
-  explicit forced_policy(mm::weight_prefetch p) noexcept {
-    mm::forced_weight_prefetch.store(static_cast<std::uint8_t>(static_cast<std::uint8_t>(p) + 1));
-  }
-  ~forced_policy() { mm::forced_weight_prefetch.store(0); }
+  explicit forced_policy(std::size_t p) noexcept { mm::forced_weight_read.store(static_cast<std::uint8_t>(p + 1)); }
+  ~forced_policy() { mm::forced_weight_read.store(0); }
   forced_policy(const forced_policy&) = delete;
   forced_policy& operator=(const forced_policy&) = delete;
 };
@@ -123,8 +135,9 @@ template <class W, class A>
 void check_same_bits() {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
-    // 21 groups: stream_tiles' 4 streams of 5 groups and a lone group; K of 5 blocks.
-    const std::size_t n = 165, kk = 5 * W::block_elements, most_rows = 8;
+    // 23 groups, the last partial: stream_tiles' 4 streams of 5 groups, a pair and the
+    // partial group, or 2 streams of 11 and the partial group; K of 5 blocks.
+    const std::size_t n = 181, kk = 5 * W::block_elements, most_rows = 8;
     hedge::test::quantized_matrix<W> w(n, kk, 17);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
     ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
@@ -136,12 +149,13 @@ void check_same_bits() {
       const hedge::matrix_view<const float> x(xs.data(), rows, kk);
       std::vector<float> expected(rows * n), seen(rows * n);
       {
-        const forced_policy none(mm::weight_prefetch::none);
+        const forced_policy first(0);
         ASSERT_TRUE((k::gemm<W, A>(view, x, {expected.data(), rows, n}, workspace)));
       }
       for (std::size_t p = 0; p < policies; ++p) {
-        const forced_policy forced(static_cast<mm::weight_prefetch>(p));
-        SCOPED_TRACE(testing::Message() << W::name << ", " << rows << " rows, " << mm::name(static_cast<mm::weight_prefetch>(p)));
+        const forced_policy forced(p);
+        SCOPED_TRACE(testing::Message() << W::name << ", " << rows << " rows, " << int{mm::weight_reads[p].streams}
+                                        << " streams, " << mm::name(mm::weight_reads[p].prefetch));
         ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace)));
         EXPECT_EQ(seen, expected);
         ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace, pool)));
@@ -155,7 +169,7 @@ void check_same_bits() {
   }
 }
 
-TEST(WeightPrefetch, EveryPolicyGivesTheSameBits) {
+TEST(WeightRead, EveryPolicyGivesTheSameBits) {
   using A = hedge::arch::avx512vnni;
   check_same_bits<q::q4_0, A>();
   check_same_bits<q::q8_0, A>();
@@ -165,7 +179,7 @@ TEST(WeightPrefetch, EveryPolicyGivesTheSameBits) {
   check_same_bits<q::q6_k, A>();
 }
 
-TEST(WeightPrefetch, AGemvStreamingEnoughBytesTunesItsKey) {
+TEST(WeightRead, AGemvStreamingEnoughBytesTunesItsKey) {
   using W = q::q8_0;
   using A = hedge::arch::avx512vnni;
   if constexpr (hedge::test::may_run<A>) {
@@ -181,7 +195,7 @@ TEST(WeightPrefetch, AGemvStreamingEnoughBytesTunesItsKey) {
     std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
     std::vector<float> first(n), y(n);
     hedge::exec::thread_pool pool(threads);
-    const mm::weight_prefetch_tuner& tuner = mm::prefetch_tuner<W>(1, threads);
+    const mm::weight_read_tuner& tuner = mm::read_tuner<W>(1, threads);
     ASSERT_FALSE(tuner.decided());
     ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {first.data(), n}, workspace, pool)));
     for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
@@ -189,7 +203,7 @@ TEST(WeightPrefetch, AGemvStreamingEnoughBytesTunesItsKey) {
       EXPECT_EQ(y, first) << "call " << call;
     }
     EXPECT_TRUE(tuner.decided());
-    EXPECT_FALSE(mm::prefetch_tuner<W>(2, threads).decided()) << "another key";
+    EXPECT_FALSE(mm::read_tuner<W>(2, threads).decided()) << "another key";
   }
 }
 
