@@ -117,8 +117,9 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   };
   // The first calls of each (format, rows, threads) tune the weight read
   // (matmul/weight_read.hpp): they run before the timed ones, and the counters say which
-  // policy the timed ones ran: weight_streams (4 or 2) and weight_prefetch (0 none, 1 into
-  // L1, 2 into L2).
+  // policy the timed ones ran, where the key tuned (calls under min_bytes and the AVX2
+  // decode batches run the kernel's default): weight_streams (4 or 2) and weight_prefetch
+  // (0 none, 1 into L1, 2 into L2).
 #if HEDGE_SIMD_X86
   namespace mm = hedge::kernels::matmul;
   if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
@@ -140,9 +141,11 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   hb::set_flops_counters(state, 2.0 * double(batch) * double(s.rows) * double(s.k));
 #if HEDGE_SIMD_X86
   if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
-    const mm::weight_read read = mm::weight_reads[mm::read_tuner<W>(batch, threads).choice()];
-    state.counters["weight_streams"] = static_cast<double>(read.streams);
-    state.counters["weight_prefetch"] = static_cast<double>(read.prefetch);
+    if (const mm::weight_read_tuner& tuner = mm::read_tuner<A, W>(batch, threads); tuner.decided()) {
+      const mm::weight_read read = mm::weight_reads[tuner.choice()];
+      state.counters["weight_streams"] = static_cast<double>(read.streams);
+      state.counters["weight_prefetch"] = static_cast<double>(read.prefetch);
+    }
   }
 #endif
 }

@@ -2,13 +2,16 @@
 // consecutive calls (a run's first call untimed), then keeps the one with the fewest ticks per byte on average (one slow
 // sample never decides; alternating fast and slow calls count at their mean; calls below
 // min_bytes neither count nor wait); a GEMV streaming enough bytes tunes its (format, rows,
-// threads) key; and the AVX-512 VNNI GEMV and decode batches give the same bits under
-// every policy (4 or 2 streams, each prefetch), so tuning can never change a result. (x86:
-// no other kernel takes a policy.)
+// threads) key, per arch; the AVX2 decode batches do not tune; and the AVX-512 VNNI GEMV and
+// decode batches, and the AVX2 GEMV, give the same bits under every policy (4 or 2 streams,
+// each prefetch) as under the kernel's own default, so tuning can never change a result.
+// (x86: no other kernel takes a policy.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "hedge/kernels/gemm.hpp"
@@ -40,7 +43,7 @@ std::uint8_t tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
   for (std::uint32_t call = 0; call < tuner_t::warmup_calls; ++call) {
     const auto pick = tuner.next(bytes);
     EXPECT_FALSE(pick.timed) << "warm-up call " << call;
-    EXPECT_EQ(pick.policy, 0);
+    EXPECT_EQ(pick.policy, tuner_t::untuned) << "the kernel's own default";
   }
   std::uint32_t timed[policies] = {};
   for (std::uint32_t call = 0; call < tuner_t::tuning_calls; ++call) {
@@ -65,11 +68,9 @@ std::uint8_t tune(tuner_t& tuner, std::size_t bytes, Cost per_kib) {
 
 /// The index of `read` in weight_reads.
 std::uint8_t index_of(mm::weight_read read) {
-  for (std::size_t i = 0; i < policies; ++i) {
-    if (mm::weight_reads[i] == read) return static_cast<std::uint8_t>(i);
-  }
-  ADD_FAILURE() << "no such policy";
-  return 0;
+  const std::size_t i = mm::weight_read_index(read);
+  EXPECT_LT(i, policies) << "no such policy";
+  return static_cast<std::uint8_t>(i);
 }
 
 TEST(WeightReadTuner, TriesEachPolicyInTurnThenKeepsTheFastest) {
@@ -114,7 +115,7 @@ TEST(WeightReadTuner, SmallCallsNeitherCountNorWait) {
   for (int call = 0; call < 100; ++call) {
     const auto pick = tuner.next(tuner_t::min_bytes - 1);
     EXPECT_FALSE(pick.timed);
-    EXPECT_EQ(pick.policy, 0);
+    EXPECT_EQ(pick.policy, tuner_t::untuned);
   }
   EXPECT_FALSE(tuner.decided());
   for (std::uint32_t call = 0; call <= tuner_t::warmup_calls; ++call) EXPECT_FALSE(tuner.next(tuner_t::min_bytes).timed);
@@ -130,7 +131,8 @@ struct forced_policy {
 };
 
 /// The interleaved GEMV and decode batches of W on arch A under every policy equal those
-/// under `none`, bit for bit, at 1 and 3 threads.
+/// under the kernel's own default read, bit for bit, at 1 and 3 threads (the matrix
+/// streams less than min_bytes, so an unforced call runs that default).
 template <class W, class A>
 void check_same_bits() {
   if constexpr (hedge::test::may_run<A>) {
@@ -148,19 +150,25 @@ void check_same_bits() {
     for (std::size_t rows : {1u, 2u, 3u, 5u, 8u}) {
       const hedge::matrix_view<const float> x(xs.data(), rows, kk);
       std::vector<float> expected(rows * n), seen(rows * n);
-      {
-        const forced_policy first(0);
-        ASSERT_TRUE((k::gemm<W, A>(view, x, {expected.data(), rows, n}, workspace)));
-      }
+      ASSERT_LT(view.bytes(), tuner_t::min_bytes);
+      ASSERT_TRUE((k::gemm<W, A>(view, x, {expected.data(), rows, n}, workspace)));
       for (std::size_t p = 0; p < policies; ++p) {
         const forced_policy forced(p);
         SCOPED_TRACE(testing::Message() << W::name << ", " << rows << " rows, " << int{mm::weight_reads[p].streams}
                                         << " streams, " << mm::name(mm::weight_reads[p].prefetch));
+        // Each call writes into NaNs, so no row can pass on an earlier call's value.
+        const auto clear = [&] { std::fill(seen.begin(), seen.end(), std::numeric_limits<float>::quiet_NaN()); };
+        clear();
         ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace)));
         EXPECT_EQ(seen, expected);
+        clear();
         ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace, pool)));
         EXPECT_EQ(seen, expected) << "3 threads";
         if (rows == 1) {
+          clear();
+          ASSERT_TRUE((k::gemv<W, A>(view, {xs.data(), kk}, {seen.data(), n}, workspace)));
+          EXPECT_EQ(seen, expected) << "GEMV";
+          clear();
           ASSERT_TRUE((k::gemv<W, A>(view, {xs.data(), kk}, {seen.data(), n}, workspace, pool)));
           EXPECT_EQ(seen, expected) << "GEMV, 3 threads";
         }
@@ -169,8 +177,8 @@ void check_same_bits() {
   }
 }
 
-TEST(WeightRead, EveryPolicyGivesTheSameBits) {
-  using A = hedge::arch::avx512vnni;
+template <class A>
+void check_same_bits_every_format() {
   check_same_bits<q::q4_0, A>();
   check_same_bits<q::q8_0, A>();
   check_same_bits<q::q5_0, A>();
@@ -179,32 +187,75 @@ TEST(WeightRead, EveryPolicyGivesTheSameBits) {
   check_same_bits<q::q6_k, A>();
 }
 
-TEST(WeightRead, AGemvStreamingEnoughBytesTunesItsKey) {
-  using W = q::q8_0;
-  using A = hedge::arch::avx512vnni;
+TEST(WeightRead, EveryPolicyGivesTheSameBits) { check_same_bits_every_format<hedge::arch::avx512vnni>(); }
+
+TEST(WeightRead, EveryPolicyGivesTheSameBitsOnAvx2) { check_same_bits_every_format<hedge::arch::avx2>(); }
+
+TEST(WeightRead, TheArchsThatTuneAndWhat) {
+  // Q4_K and Q6_K's AVX2 GEMV tile reads one group at a time: the stream count is not its.
+  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q4_0>);
+  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q8_0>);
+  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q5_1>);
+  static_assert(!mm::tunes_weight_read<hedge::arch::avx2, q::q4_k>);
+  static_assert(!mm::tunes_weight_read<hedge::arch::avx2, q::q6_k>);
+  static_assert(mm::tunes_weight_read<hedge::arch::avx512vnni, q::q4_k>);
+  // avx512bw (AVX-512 without VNNI) runs the AVX2 GEMV tile, and tunes it as avx2 does.
+  static_assert(mm::tunes_weight_read<hedge::arch::avx512bw, q::q8_0>);
+  static_assert(!mm::tunes_weight_read<hedge::arch::avx512bw, q::q4_k>);
+  static_assert(!mm::tunes_weight_read<hedge::arch::scalar, q::q8_0>);
+  // Their defaults: the AVX2 tiles prefetch into L1, the AVX-512 ones leave it to the
+  // hardware (docs/matmul.md, "Weight read tuned per CPU").
+  static_assert(mm::avx2_untuned_read == mm::weight_read{mm::gemv_streams, mm::weight_prefetch::ahead_into_l1});
+}
+
+/// A GEMV of W on arch A streaming just over min_bytes, on `threads` threads (a key no
+/// other test tunes), tunes A's key and no other, with the same bits on every call; a
+/// 2-row decode batch tunes its own key where A's batches take a policy.
+template <class W, class A>
+void check_tunes_its_key(std::size_t threads, bool batch_tunes) {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
-    // 1.1 MiB of Q8_0 (just over min_bytes), on 5 threads: a key no other test tunes.
-    const std::size_t n = 272, kk = 4096, threads = 5;
+    const std::size_t n = 272, kk = 4096;  // 1.1 MiB of Q8_0
     hedge::test::quantized_matrix<W> w(n, kk, 21);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
     ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
     const k::interleaved_view<W> view(storage.data(), n, kk);
     ASSERT_GE(view.bytes(), tuner_t::min_bytes);
-    const auto x = hedge::test::random_floats(kk, 22);
-    std::vector<std::byte> workspace(k::gemv_workspace_bytes<W>(kk));
-    std::vector<float> first(n), y(n);
+    const auto x = hedge::test::random_floats(2 * kk, 22);
+    std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(2, kk));
+    std::vector<float> first(2 * n), y(2 * n);
     hedge::exec::thread_pool pool(threads);
-    const mm::weight_read_tuner& tuner = mm::read_tuner<W>(1, threads);
+    const mm::weight_read_tuner& tuner = mm::read_tuner<A, W>(1, threads);
     ASSERT_FALSE(tuner.decided());
     ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {first.data(), n}, workspace, pool)));
     for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
       ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {y.data(), n}, workspace, pool)));
-      EXPECT_EQ(y, first) << "call " << call;
+      ASSERT_TRUE(std::equal(first.begin(), first.begin() + n, y.begin())) << "call " << call;
     }
     EXPECT_TRUE(tuner.decided());
-    EXPECT_FALSE(mm::read_tuner<W>(2, threads).decided()) << "another key";
+    EXPECT_FALSE((mm::read_tuner<A, W>(2, threads).decided())) << "another key";
+    const hedge::matrix_view<const float> batch(x.data(), 2, kk);
+    ASSERT_TRUE((k::gemm<W, A>(view, batch, {first.data(), 2, n}, workspace, pool)));
+    for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
+      ASSERT_TRUE((k::gemm<W, A>(view, batch, {y.data(), 2, n}, workspace, pool)));
+      ASSERT_EQ(y, first) << "batch call " << call;
+    }
+    EXPECT_EQ((mm::read_tuner<A, W>(2, threads).decided()), batch_tunes);
+  } else {
+    (void)threads, (void)batch_tunes;
   }
+}
+
+TEST(WeightRead, AGemvStreamingEnoughBytesTunesItsKey) {
+  using W = q::q8_0;
+  check_tunes_its_key<W, hedge::arch::avx512vnni>(5, true);
+  EXPECT_FALSE((mm::read_tuner<hedge::arch::avx2, W>(1, 5).decided())) << "another arch";
+}
+
+TEST(WeightRead, AnAvx2GemvTunesItsKeyAndItsBatchesDoNot) {
+  using W = q::q8_0;
+  check_tunes_its_key<W, hedge::arch::avx2>(6, false);
+  EXPECT_FALSE((mm::read_tuner<hedge::arch::avx512vnni, W>(1, 6).decided())) << "another arch";
 }
 
 #endif  // HEDGE_SIMD_X86

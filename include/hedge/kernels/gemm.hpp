@@ -155,7 +155,8 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
     const auto prepared = detail::prepare_gemm_activations<W>(x, workspace, executor);
     if (!prepared) return prepared.error();
     const matmul::activation_row<W>* rows = *prepared;
-    const auto run = [&](matmul::weight_read read) {
+    // `read`: the weight read policy, or none for the kernel's default.
+    const auto run = [&](auto... read) {
       parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(),
                      [&](std::size_t begin, std::size_t end) {
                        for (std::size_t m0 = 0; m0 < x.rows(); m0 += detail::gemm_row_chunk) {
@@ -166,16 +167,10 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                          float* out = y.row(m0).data() + first;
                          if constexpr (requires {
                                          matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
-                                                             rows + m0, count, out, y.stride(), valid, read);
+                                                             rows + m0, count, out, y.stride(), valid, read...);
                                        }) {
                            matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), rows + m0, count, out,
-                                               y.stride(), valid, read);
-                         } else if constexpr (requires {
-                                                matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
-                                                                    rows + m0, count, out, y.stride(), valid);
-                                              }) {
-                           matmul::gemm_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), rows + m0, count, out,
-                                               y.stride(), valid);
+                                               y.stride(), valid, read...);
                          } else {
                            for (std::size_t g = begin; g < end; ++g) {
                              const std::size_t group_rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
@@ -186,14 +181,17 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                        }
                      });
     };
-    // A decode batch streams its weights as a GEMV does, and tunes their read so.
-    if constexpr (matmul::tunes_weight_read<A, W>) {
+    // A decode batch streams its weights as a GEMV does, and tunes their read so, where the
+    // arch's gemm_groups takes one (AVX-512 VNNI).
+    if constexpr (matmul::tunes_weight_read<A, W> &&
+                  requires { matmul::gemm_groups(A{}, W{}, w.group(0), w.groups(), w.blocks_per_row(), rows,
+                                                 x.rows(), y.data(), y.stride(), w.rows(), matmul::weight_read{}); }) {
       if (x.rows() <= matmul::tuned_rows) {
-        matmul::with_weight_read<W>(x.rows(), executor.concurrency(), w.bytes(), run);
+        matmul::with_weight_read<A, W>(x.rows(), executor.concurrency(), w.bytes(), run);
         return ok();
       }
     }
-    run(matmul::weight_read{});
+    run();
     return ok();
   }
 }

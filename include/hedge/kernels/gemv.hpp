@@ -136,8 +136,8 @@ result<void> gemv(matrix_view<const typename W::block> w, vector_view<const floa
 /// executor splits the 8-row groups, each part runs the arch's multi-group
 /// GEMV kernel where it has one (`gemv_groups`, AVX2), else the GEMM
 /// microkernel with one activation row per group. Same workspace as the plain layout.
-/// Where the arch's kernel takes a weight read policy (AVX-512 VNNI), the calls tune it
-/// (matmul/weight_read.hpp).
+/// Where the arch's kernel takes a weight read policy (AVX2, AVX-512 VNNI), the calls tune
+/// it (matmul/weight_read.hpp).
 template <Interleavable W, arch::Arch A = arch::best, Executor E = exec::serial>
 result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view<float> y,
                   std::span<std::byte> workspace, E& executor) {
@@ -152,21 +152,17 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
     const auto activation = detail::prepare_gemv_activation<W>(x, workspace);
     if (!activation) return activation.error();
     const matmul::activation_row<W> row = *activation;
-    const auto run = [&](matmul::weight_read read) {
+    // `read`: the weight read policy, or none for the kernel's default.
+    const auto run = [&](auto... read) {
       parallel_claim(executor, w.groups(), matmul_pieces_per_thread * executor.concurrency(),
                      [&](std::size_t begin, std::size_t end) {
                        const std::size_t first = begin * interleave_rows;
                        const std::size_t valid = std::min(end * interleave_rows, w.rows()) - first;
                        const auto* group = w.group(begin);
                        if constexpr (requires { matmul::gemv_groups(A{}, W{}, group, end - begin, w.blocks_per_row(),
-                                                                    row, y.data() + first, valid, read); }) {
+                                                                    row, y.data() + first, valid, read...); }) {
                          matmul::gemv_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), row, y.data() + first,
-                                             valid, read);
-                       } else if constexpr (requires { matmul::gemv_groups(A{}, W{}, group, end - begin,
-                                                                           w.blocks_per_row(), row, y.data() + first,
-                                                                           valid); }) {
-                         matmul::gemv_groups(A{}, W{}, group, end - begin, w.blocks_per_row(), row, y.data() + first,
-                                             valid);
+                                             valid, read...);
                        } else {
                          for (std::size_t g = begin; g < end; ++g) {
                            const std::size_t rows = std::min(interleave_rows, w.rows() - g * interleave_rows);
@@ -177,9 +173,9 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
                      });
     };
     if constexpr (matmul::tunes_weight_read<A, W>) {
-      matmul::with_weight_read<W>(1, executor.concurrency(), w.bytes(), run);
+      matmul::with_weight_read<A, W>(1, executor.concurrency(), w.bytes(), run);
     } else {
-      run(matmul::weight_read{});
+      run();
     }
     return ok();
   }

@@ -31,9 +31,10 @@
 //         32-element sums (from Q8_K's bsums), 4 per super-block, as in ggml's
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
-// GEMV (M = 1) of Q4_0/Q8_0 runs 4 groups at once instead (G = 4,
+// GEMV (M = 1) of Q4_0, Q8_0, Q5_0 and Q5_1 runs 4 groups at once instead (G = 4,
 // group_tile<1, 4, W>): 4 long weight streams from DRAM, a quarter of the run apart
-// (gemv_streams.hpp), and 4 accumulators as in the GEMM tile.
+// (gemv_streams.hpp), and 4 accumulators as in the GEMM tile; or 2 streams (G = 2), and
+// prefetched or not, as the weight read tuner picks (weight_read.hpp).
 // One tile skeleton (group_tile: accumulators, block loop, group addressing,
 // prefetch, store) runs every format through its block body (group_block), as the
 // AVX-512 tiles do (pair_tile over pair_block).
@@ -55,6 +56,7 @@
 #include "hedge/kernels/matmul/activation.hpp"
 #include "hedge/kernels/matmul/avx2_primitives.hpp"
 #include "hedge/kernels/matmul/gemv_streams.hpp"
+#include "hedge/kernels/matmul/weight_read.hpp"
 #include "hedge/kernels/repack.hpp"
 #include "hedge/quant/q4_0.hpp"
 #include "hedge/quant/q4_k.hpp"
@@ -368,8 +370,9 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::
 
 /// G groups (group t is group_stride groups after group t - 1) x M activation rows:
 /// the tile skeleton (accumulators, block loop, group addressing, prefetch, store) over
-/// the per-format block body group_block.
-template <int M, int G, class W>
+/// the per-format block body group_block. The weights are prefetched as `Prefetch` says
+/// (weight_read.hpp): a GEMV's as tuned (gemv_group_run), a GEMM's into L1.
+template <int M, int G, class W, weight_prefetch Prefetch = weight_prefetch::ahead_into_l1>
 HEDGE_TARGET_AVX2 void group_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                   const activation_row<W>* x, float* y, std::size_t y_stride, std::size_t valid,
                                   std::size_t group_stride = 1) noexcept {
@@ -380,7 +383,7 @@ HEDGE_TARGET_AVX2 void group_tile(const typename interleaved<W>::block* group, s
   for (std::size_t b = 0; b < blocks; ++b) {
     for (int t = 0; t < G; ++t) {  // G groups, G streams from DRAM
       const auto& g = group[static_cast<std::size_t>(t) * group_stride * blocks + b];
-      prefetch_ahead(g);
+      if constexpr (Prefetch != weight_prefetch::none) prefetch_ahead<Prefetch == weight_prefetch::ahead_into_l2>(g);
       group_block<M>(g, x, b, acc[t]);
     }
   }
@@ -413,20 +416,27 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
 template <class W>
 inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ? 1 : 4;
 
-/// One activation row against `groups` consecutive groups (`valid` rows in all):
-/// Q4_0 and Q8_0 read the full groups as gemv_streams long streams (gemv_streams.hpp),
-/// then the rest in tiles of 2 and 1; Q4_K in tiles of one group, itself one long stream.
-template <class W>
+/// One activation row against `groups` consecutive groups (`valid` rows in all),
+/// prefetched as `Prefetch` says: Q4_0, Q8_0, Q5_0 and Q5_1 read the full groups as
+/// `streams` long streams (gemv_streams.hpp: gemv_streams or 2; a tile takes one group of
+/// each), then the rest in tiles of 2 and 1; Q4_K and Q6_K in tiles of one group, itself
+/// one long stream.
+template <class W, weight_prefetch Prefetch>
 HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
-                                      std::size_t blocks, const activation_row<W>& x, float* y,
-                                      std::size_t valid) noexcept {
+                                      std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
+                                      std::size_t streams) noexcept {
   constexpr std::size_t tile = gemv_tile_groups<W>;
   std::size_t t = 0;
   if constexpr (tile == gemv_streams) {
-    const stream_split split(groups, valid);
+    const stream_split split(groups, valid, streams == 2 ? 2 : gemv_streams);
     for (std::size_t i = 0; i < split.per_stream; ++i) {
-      group_tile<1, tile, W>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0, tile * interleave_rows,
-                          split.per_stream);
+      if (split.streams == 2) {
+        group_tile<1, 2, W, Prefetch>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0,
+                                      2 * interleave_rows, split.per_stream);
+      } else {
+        group_tile<1, tile, W, Prefetch>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0,
+                                         tile * interleave_rows, split.per_stream);
+      }
     }
     t = split.streamed();
   }
@@ -435,22 +445,58 @@ HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* grou
     const std::size_t first = t * interleave_rows;
     const auto* g = group + t * blocks;
     if (tile >= 2 && left >= 2) {
-      group_tile<1, 2, W>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<1, 2, W, Prefetch>(g, blocks, &x, y + first, 0, valid - first);
       t += 2;
     } else {
-      group_tile<1, 1, W>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<1, 1, W, Prefetch>(g, blocks, &x, y + first, 0, valid - first);
       t += 1;
     }
   }
 }
 
+/// gemv_group_run under the weight read `read`.
+template <class W>
+HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
+                                      std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
+                                      weight_read read) noexcept {
+  switch (read.prefetch) {
+    case weight_prefetch::none:
+      return gemv_group_run<W, weight_prefetch::none>(group, groups, blocks, x, y, valid, read.streams);
+    case weight_prefetch::ahead_into_l2:
+      return gemv_group_run<W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, valid, read.streams);
+    case weight_prefetch::ahead_into_l1: break;
+  }
+  gemv_group_run<W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, valid, read.streams);
+}
+
 }  // namespace avx2
 
-/// GEMV over a run of consecutive groups (rows 8 * first ...), AVX2.
+/// The AVX2 tiles' read while untuned: 4 streams with L1 prefetches 2304 bytes ahead
+/// (prefetch_ahead), as they read before the tuner (the hardware prefetchers alone did
+/// not run far enough ahead of them on Zen 3 and Zen 5: docs/perf-journal.md, matmul).
+inline constexpr weight_read avx2_untuned_read{gemv_streams, weight_prefetch::ahead_into_l1};
+
+/// The arch tags whose interleaved GEMV is the AVX2 tile (avx2, avx512bw, and user tags
+/// derived from them), not the AVX-512 VNNI one.
+template <class A>
+concept runs_avx2_gemv = std::is_base_of_v<arch::avx2, A> && !std::is_base_of_v<arch::avx512vnni, A>;
+
+/// The AVX2 GEMV of the formats it reads in 4 streams takes a weight read policy, which
+/// gemv.hpp tunes (weight_read.hpp): on one Zen 5 guest 2 streams read Q8_0 at Qwen3's
+/// shapes at 0.83-0.95 of the bound where 4 read 0.55-0.67, and Q5_0 at 0.67-0.76 where 4
+/// read 0.36-0.50 (docs/perf-journal.md, "The AVX2 tile's read tuned too"). Its decode
+/// batches (group_rows) do not.
+template <class A, class W>
+  requires runs_avx2_gemv<A>
+inline constexpr bool tunes_weight_read<A, W> =
+    Interleavable<W> && static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams;
+
+/// GEMV over a run of consecutive groups (rows 8 * first ...), AVX2, read as `read` says.
 template <Interleavable W>
 void gemv_groups(arch::avx2, W, const typename interleaved<W>::block* group, std::size_t groups,
-                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid) noexcept {
-  avx2::gemv_group_run<W>(group, groups, blocks, x, y, valid);
+                 std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
+                 weight_read read = avx2_untuned_read) noexcept {
+  avx2::gemv_group_run<W>(group, groups, blocks, x, y, valid, read);
 }
 
 /// AVX2 overload, chosen for arch::avx2 and every tag derived from it.

@@ -573,8 +573,9 @@ concept PairTiled = Interleavable<W> && (std::is_same_v<W, quant::q4_0> || std::
 
 /// The AVX-512 VNNI GEMV and decode-batch tiles of W take a weight read policy (streams and
 /// prefetch), which gemv.hpp and gemm.hpp tune (weight_read.hpp).
-template <class W>
-inline constexpr bool tunes_weight_read<arch::avx512vnni, W> = PairTiled<W>;
+template <class A, class W>
+  requires std::is_base_of_v<arch::avx512vnni, A>
+inline constexpr bool tunes_weight_read<A, W> = PairTiled<W>;
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
 /// VNNI, the PairTiled formats. The run's full groups are read as long streams, as `read`
@@ -591,7 +592,7 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
   }
   if (g < groups) {
     avx2::gemv_group_run<W>(group + g * blocks, groups - g, blocks, x, y + g * interleave_rows,
-                            valid - g * interleave_rows);
+                            valid - g * interleave_rows, avx2_untuned_read);
   }
 }
 

@@ -22,8 +22,8 @@
 
 namespace hedge::kernels::matmul {
 
-/// Groups a GEMV tile reads at once, each from its own stream; the AVX-512 VNNI tiles may
-/// read 2 instead, as the CPU's tuner picks (weight_read.hpp).
+/// Groups a GEMV tile reads at once, each from its own stream; the AVX2 and AVX-512 VNNI
+/// tiles may read 2 instead, as the CPU's tuner picks (weight_read.hpp).
 inline constexpr std::size_t gemv_streams = 4;
 
 /// A run of `groups` groups with `valid` rows in all, split for the long-stream order into

@@ -10,8 +10,8 @@
 // at 1 thread, 24 against 32 tok/s). The stream count splits by format on one CPU: on the
 // second host Q8_0 read 4-6% faster as 2 streams than as 4 at 1 thread (4-15% at 2),
 // where Q4_0 and Q5_0 read 6-18% slower. No fixed choice is right everywhere, so the first
-// calls of each (format, activation rows, threads) try each policy in turn, timed, and the
-// rest run the fastest. A policy never changes a result bit, only when bytes arrive (which
+// calls of each (arch, format, activation rows, threads) try each policy in turn, timed,
+// and the rest run the fastest; the calls before run the kernel's own default. A policy never changes a result bit, only when bytes arrive (which
 // group a row is in does not change its arithmetic), so tuning is safe at any point:
 // outputs are identical under every policy (tests/kernels/weight_read_test.cpp).
 //
@@ -34,7 +34,8 @@
 
 namespace hedge::kernels::matmul {
 
-/// How a streamed tile prefetches its weights (avx512_interleaved.hpp's stream_tiles).
+/// How a streamed tile prefetches its weights (avx512_interleaved.hpp's stream_tiles,
+/// avx2_interleaved.hpp's gemv_group_run).
 ///   none: the hardware prefetchers alone;
 ///   ahead_into_l1: each block's lines `prefetch_bytes` ahead in its stream, into L1 (T0);
 ///   ahead_into_l2: the same lines into L2 only (T1).
@@ -48,7 +49,7 @@ struct weight_read {
   friend constexpr bool operator==(weight_read, weight_read) noexcept = default;
 };
 
-/// The policies the tuner tries, by index; the first is what an untuned call runs.
+/// The policies the tuner tries, by index.
 inline constexpr weight_read weight_reads[] = {
     {gemv_streams, weight_prefetch::none}, {gemv_streams, weight_prefetch::ahead_into_l1},
     {gemv_streams, weight_prefetch::ahead_into_l2}, {2, weight_prefetch::none},
@@ -66,8 +67,17 @@ constexpr const char* name(weight_prefetch p) noexcept {
   return "?";
 }
 
-/// Whether arch A's GEMV and decode-batch tiles of format W take a policy (specialized
-/// where they do: avx512_interleaved.hpp).
+/// The index of `read` in weight_reads (weight_read_policies if it is none of them).
+constexpr std::size_t weight_read_index(weight_read read) noexcept {
+  std::size_t i = 0;
+  while (i < weight_read_policies && !(weight_reads[i] == read)) ++i;
+  return i;
+}
+
+/// Whether arch A's GEMV tiles of format W take a policy, and its decode-batch tiles where
+/// its gemm_groups takes one (specialized where they do: avx512_interleaved.hpp,
+/// avx2_interleaved.hpp). A call that does not tune, or not yet, passes no policy, and
+/// the kernel reads as its own default says (the AVX2 tiles: L1 prefetches).
 template <class A, class W>
 inline constexpr bool tunes_weight_read = false;
 
@@ -102,8 +112,12 @@ class weight_read_tuner {
   /// Bytes a call must stream to count.
   static constexpr std::size_t min_bytes = std::size_t{1} << 20;
 
-  /// The policy (an index into weight_reads) for the next call streaming `bytes`, and
-  /// whether to time it (then `round` is its sample's index).
+  /// The policy of a call before the tuning: the kernel's own default.
+  static constexpr std::uint8_t untuned = 0xFF;
+  static_assert(weight_read_policies < untuned);
+
+  /// The policy (an index into weight_reads, or untuned) for the next call streaming
+  /// `bytes`, and whether to time it (then `round` is its sample's index).
   struct pick {
     std::uint8_t policy;
     bool timed;
@@ -112,9 +126,9 @@ class weight_read_tuner {
   pick next(std::size_t bytes) noexcept {
     const std::uint8_t chosen = chosen_.load(std::memory_order_relaxed);
     if (chosen != 0) return {static_cast<std::uint8_t>(chosen - 1), false};
-    if (bytes < min_bytes) return {0, false};
+    if (bytes < min_bytes) return {untuned, false};
     const std::uint32_t call = calls_.fetch_add(1, std::memory_order_relaxed);
-    if (call < warmup_calls) return {0, false};
+    if (call < warmup_calls) return {untuned, false};
     const std::uint32_t step = call - warmup_calls;
     if (step >= tuning_calls) {
       decide();
@@ -180,8 +194,9 @@ class weight_read_tuner {
   std::atomic<std::uint32_t> costs_[weight_read_policies][rounds] = {};
 };
 
-/// The tuner of format W with `rows` activation rows (a decode batch) on `threads` threads.
-template <class W>
+/// The tuner of arch A's tiles of format W with `rows` activation rows (a decode batch) on
+/// `threads` threads.
+template <class A, class W>
 weight_read_tuner& read_tuner(std::size_t rows, std::size_t threads) noexcept {
   static weight_read_tuner tuners[tuned_rows][tuned_threads];
   const auto clamp = [](std::size_t n, std::size_t most) { return (n < 1 ? 1 : n > most ? most : n) - 1; };
@@ -193,10 +208,11 @@ inline std::uint64_t tuner_ticks() noexcept { return __rdtsc(); }
 
 #endif  // HEDGE_SIMD_X86
 
-/// Runs `run(policy)` (a call streaming `bytes` of W with `rows` activation rows on
-/// `threads` threads) under the forced policy, or the tuner's next one, timing it while
-/// the tuner asks (x86, where the AVX-512 tiles take a policy).
-template <class W, class Run>
+/// Runs `run(policy)` (a call of arch A's tiles streaming `bytes` of W with `rows`
+/// activation rows on `threads` threads) under the forced policy, or the tuner's next
+/// one, timing it while the tuner asks; `run()` while the tuner says untuned (x86, where
+/// the AVX2 and AVX-512 tiles take a policy).
+template <class A, class W, class Run>
 void with_weight_read(std::size_t rows, std::size_t threads, std::size_t bytes, Run&& run) {
   if (const std::uint8_t forced = forced_weight_read.load(std::memory_order_relaxed);
       forced != 0 && forced <= weight_read_policies) {
@@ -204,8 +220,12 @@ void with_weight_read(std::size_t rows, std::size_t threads, std::size_t bytes, 
     return;
   }
 #if HEDGE_SIMD_X86
-  weight_read_tuner& tuner = read_tuner<W>(rows, threads);
+  weight_read_tuner& tuner = read_tuner<A, W>(rows, threads);
   const weight_read_tuner::pick pick = tuner.next(bytes);
+  if (pick.policy == weight_read_tuner::untuned) {
+    run();
+    return;
+  }
   if (!pick.timed) {
     run(weight_reads[pick.policy]);
     return;
@@ -216,7 +236,7 @@ void with_weight_read(std::size_t rows, std::size_t threads, std::size_t bytes, 
 #else
   // No kernel off x86 takes a policy.
   (void)rows, (void)threads, (void)bytes;
-  run(weight_reads[0]);
+  run();
 #endif
 }
 
