@@ -117,12 +117,12 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   };
   // The first calls of each (format, rows, threads) tune the weight read
   // (matmul/weight_read.hpp): they run before the timed ones, and the counters say which
-  // policy the timed ones ran, where the key tuned (calls under min_bytes and the AVX2
-  // decode batches run the kernel's default): weight_streams (4 or 2) and weight_prefetch
-  // (0 none, 1 into L1, 2 into L2).
+  // policy the timed ones ran, where the key tuned (calls under min_bytes, and batches of
+  // more rows than the arch's tiles stream, run the kernel's default): weight_streams (4
+  // or 2) and weight_prefetch (0 none, 1 into L1, 2 into L2).
 #if HEDGE_SIMD_X86
   namespace mm = hedge::kernels::matmul;
-  if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
+  if constexpr (Interleave && mm::tuned_read_rows<A, W> >= 1) {
     using tuner = mm::weight_read_tuner;
     for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::tuning_calls; ++i) (void)call();
   }
@@ -140,7 +140,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   hb::set_bandwidth_counters(state, static_cast<double>(ring.bytes()), threads, where, clock);
   hb::set_flops_counters(state, 2.0 * double(batch) * double(s.rows) * double(s.k));
 #if HEDGE_SIMD_X86
-  if constexpr (Interleave && mm::tunes_weight_read<A, W>) {
+  if constexpr (Interleave && mm::tuned_read_rows<A, W> >= 1) {
     if (const mm::weight_read_tuner& tuner = mm::read_tuner<A, W>(batch, threads); tuner.decided()) {
       const mm::weight_read read = mm::weight_reads[tuner.choice()];
       state.counters["weight_streams"] = static_cast<double>(read.streams);

@@ -2,9 +2,10 @@
 // consecutive calls (a run's first call untimed), then keeps the one with the fewest ticks per byte on average (one slow
 // sample never decides; alternating fast and slow calls count at their mean; calls below
 // min_bytes neither count nor wait); a GEMV streaming enough bytes tunes its (format, rows,
-// threads) key, per arch; the AVX2 decode batches do not tune; and the AVX-512 VNNI GEMV and
-// decode batches, and the AVX2 GEMV, give the same bits under every policy (4 or 2 streams,
-// each prefetch) as under the kernel's own default, so tuning can never change a result.
+// threads) key, per arch, and so does a decode batch up to the rows the arch's tiles
+// stream; and the AVX-512 VNNI and AVX2 GEMV and decode batches give the same bits under
+// every policy (4 or 2 streams, each prefetch) as under the kernel's own default, so tuning
+// can never change a result.
 // (x86: no other kernel takes a policy.)
 #include <gtest/gtest.h>
 
@@ -130,16 +131,17 @@ struct forced_policy {
   forced_policy& operator=(const forced_policy&) = delete;
 };
 
-/// The interleaved GEMV and decode batches of W on arch A under every policy equal those
-/// under the kernel's own default read, bit for bit, at 1 and 3 threads (the matrix
-/// streams less than min_bytes, so an unforced call runs that default).
+/// The interleaved GEMV and decode batches of W on arch A under every policy, and under the
+/// kernel's own default read (the matrix streams less than min_bytes, so an unforced call
+/// runs that default), equal the rows of a 9-row GEMM, which no tile streams, bit for bit,
+/// at 1 and 3 threads.
 template <class W, class A>
 void check_same_bits() {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
     // 23 groups, the last partial: stream_tiles' 4 streams of 5 groups, a pair and the
     // partial group, or 2 streams of 11 and the partial group; K of 5 blocks.
-    const std::size_t n = 181, kk = 5 * W::block_elements, most_rows = 8;
+    const std::size_t n = 181, kk = 5 * W::block_elements, most_rows = 9;
     hedge::test::quantized_matrix<W> w(n, kk, 17);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
     ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
@@ -147,11 +149,16 @@ void check_same_bits() {
     const auto xs = hedge::test::random_floats(most_rows * kk, 18);
     std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(most_rows, kk));
     hedge::exec::thread_pool pool(3);
-    for (std::size_t rows : {1u, 2u, 3u, 5u, 8u}) {
+    static_assert(mm::tuned_rows < 9, "9 rows are not a decode batch");
+    std::vector<float> unstreamed(most_rows * n);
+    ASSERT_TRUE((k::gemm<W, A>(view, {xs.data(), most_rows, kk}, {unstreamed.data(), most_rows, n}, workspace)));
+    for (std::size_t rows : {1u, 2u, 3u, 4u, 5u, 8u}) {
       const hedge::matrix_view<const float> x(xs.data(), rows, kk);
-      std::vector<float> expected(rows * n), seen(rows * n);
+      const std::vector<float> expected(unstreamed.begin(), unstreamed.begin() + static_cast<std::ptrdiff_t>(rows * n));
+      std::vector<float> seen(rows * n);
       ASSERT_LT(view.bytes(), tuner_t::min_bytes);
-      ASSERT_TRUE((k::gemm<W, A>(view, x, {expected.data(), rows, n}, workspace)));
+      ASSERT_TRUE((k::gemm<W, A>(view, x, {seen.data(), rows, n}, workspace)));
+      EXPECT_EQ(seen, expected) << W::name << ", " << rows << " rows, the kernel's default read";
       for (std::size_t p = 0; p < policies; ++p) {
         const forced_policy forced(p);
         SCOPED_TRACE(testing::Message() << W::name << ", " << rows << " rows, " << int{mm::weight_reads[p].streams}
@@ -192,69 +199,81 @@ TEST(WeightRead, EveryPolicyGivesTheSameBits) { check_same_bits_every_format<hed
 TEST(WeightRead, EveryPolicyGivesTheSameBitsOnAvx2) { check_same_bits_every_format<hedge::arch::avx2>(); }
 
 TEST(WeightRead, TheArchsThatTuneAndWhat) {
-  // Q4_K and Q6_K's AVX2 GEMV tile reads one group at a time: the stream count is not its.
-  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q4_0>);
-  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q8_0>);
-  static_assert(mm::tunes_weight_read<hedge::arch::avx2, q::q5_1>);
-  static_assert(!mm::tunes_weight_read<hedge::arch::avx2, q::q4_k>);
-  static_assert(!mm::tunes_weight_read<hedge::arch::avx2, q::q6_k>);
-  static_assert(mm::tunes_weight_read<hedge::arch::avx512vnni, q::q4_k>);
-  // avx512bw (AVX-512 without VNNI) runs the AVX2 GEMV tile, and tunes it as avx2 does.
-  static_assert(mm::tunes_weight_read<hedge::arch::avx512bw, q::q8_0>);
-  static_assert(!mm::tunes_weight_read<hedge::arch::avx512bw, q::q4_k>);
-  static_assert(!mm::tunes_weight_read<hedge::arch::scalar, q::q8_0>);
+  // The AVX2 tiles stream (and tune) up to 4 activation rows of the formats they read 4
+  // groups at a time; Q4_K and Q6_K's AVX2 tile reads one group at a time.
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q4_0> == 4);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q8_0> == 4);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q5_1> == 4);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q4_k> == 0);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q6_k> == 0);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx512vnni, q::q4_k> == 8);
+  // avx512bw (AVX-512 without VNNI) runs the AVX2 tiles, and tunes them as avx2 does.
+  static_assert(mm::tuned_read_rows<hedge::arch::avx512bw, q::q8_0> == 4);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx512bw, q::q4_k> == 0);
+  static_assert(mm::tuned_read_rows<hedge::arch::scalar, q::q8_0> == 0);
   // Their defaults: the AVX2 tiles prefetch into L1, the AVX-512 ones leave it to the
   // hardware (docs/matmul.md, "Weight read tuned per CPU").
   static_assert(mm::avx2_untuned_read == mm::weight_read{mm::gemv_streams, mm::weight_prefetch::ahead_into_l1});
 }
 
 /// A GEMV of W on arch A streaming just over min_bytes, on `threads` threads (a key no
-/// other test tunes), tunes A's key and no other, with the same bits on every call; a
-/// 2-row decode batch tunes its own key where A's batches take a policy.
+/// other test tunes), tunes A's key and no other, with the same bits on every call; so
+/// does a decode batch of as many rows as A's tiles stream (tuned_read_rows), and a batch
+/// of one row more (where a key tells it apart) runs the kernel's default, untuned.
 template <class W, class A>
-void check_tunes_its_key(std::size_t threads, bool batch_tunes) {
+void check_tunes_its_key(std::size_t threads) {
   if constexpr (hedge::test::may_run<A>) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
+    constexpr std::size_t streamed = mm::tuned_read_rows<A, W>, most = mm::tuned_rows;
+    static_assert(streamed >= 1);
     const std::size_t n = 272, kk = 4096;  // 1.1 MiB of Q8_0
     hedge::test::quantized_matrix<W> w(n, kk, 21);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
     ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
     const k::interleaved_view<W> view(storage.data(), n, kk);
     ASSERT_GE(view.bytes(), tuner_t::min_bytes);
-    const auto x = hedge::test::random_floats(2 * kk, 22);
-    std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(2, kk));
-    std::vector<float> first(2 * n), y(2 * n);
+    const auto x = hedge::test::random_floats(most * kk, 22);
+    std::vector<std::byte> workspace(k::gemm_workspace_bytes<W>(most, kk));
+    std::vector<float> first(most * n), y(most * n);
     hedge::exec::thread_pool pool(threads);
-    const mm::weight_read_tuner& tuner = mm::read_tuner<A, W>(1, threads);
-    ASSERT_FALSE(tuner.decided());
-    ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {first.data(), n}, workspace, pool)));
-    for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
-      ASSERT_TRUE((k::gemv<W, A>(view, {x.data(), kk}, {y.data(), n}, workspace, pool)));
-      ASSERT_TRUE(std::equal(first.begin(), first.begin() + n, y.begin())) << "call " << call;
+    // `rows` activation rows (a GEMV for 1) over every call of a key's tuning.
+    const auto tune = [&](std::size_t rows) {
+      const auto call = [&](std::vector<float>& out) {
+        if (rows == 1) return k::gemv<W, A>(view, {x.data(), kk}, {out.data(), n}, workspace, pool);
+        return k::gemm<W, A>(view, {x.data(), rows, kk}, {out.data(), rows, n}, workspace, pool);
+      };
+      ASSERT_TRUE(call(first));
+      for (std::uint32_t i = 1; i <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++i) {
+        ASSERT_TRUE(call(y));
+        ASSERT_TRUE(std::equal(first.begin(), first.begin() + rows * n, y.begin())) << rows << " rows, call " << i;
+      }
+    };
+    ASSERT_FALSE((mm::read_tuner<A, W>(1, threads).decided()));
+    tune(1);
+    EXPECT_TRUE((mm::read_tuner<A, W>(1, threads).decided()));
+    EXPECT_FALSE((mm::read_tuner<A, W>(streamed, threads).decided())) << "another key";
+    if (streamed > 1) {
+      tune(streamed);
+      EXPECT_TRUE((mm::read_tuner<A, W>(streamed, threads).decided())) << streamed << " rows";
     }
-    EXPECT_TRUE(tuner.decided());
-    EXPECT_FALSE((mm::read_tuner<A, W>(2, threads).decided())) << "another key";
-    const hedge::matrix_view<const float> batch(x.data(), 2, kk);
-    ASSERT_TRUE((k::gemm<W, A>(view, batch, {first.data(), 2, n}, workspace, pool)));
-    for (std::uint32_t call = 1; call <= tuner_t::warmup_calls + tuner_t::tuning_calls; ++call) {
-      ASSERT_TRUE((k::gemm<W, A>(view, batch, {y.data(), 2, n}, workspace, pool)));
-      ASSERT_EQ(y, first) << "batch call " << call;
+    if (streamed < most) {
+      tune(streamed + 1);
+      EXPECT_FALSE((mm::read_tuner<A, W>(streamed + 1, threads).decided())) << streamed + 1 << " rows";
     }
-    EXPECT_EQ((mm::read_tuner<A, W>(2, threads).decided()), batch_tunes);
   } else {
-    (void)threads, (void)batch_tunes;
+    (void)threads;
   }
 }
 
 TEST(WeightRead, AGemvStreamingEnoughBytesTunesItsKey) {
   using W = q::q8_0;
-  check_tunes_its_key<W, hedge::arch::avx512vnni>(5, true);
+  check_tunes_its_key<W, hedge::arch::avx512vnni>(5);
   EXPECT_FALSE((mm::read_tuner<hedge::arch::avx2, W>(1, 5).decided())) << "another arch";
 }
 
-TEST(WeightRead, AnAvx2GemvTunesItsKeyAndItsBatchesDoNot) {
+TEST(WeightRead, AnAvx2GemvAndItsBatchesTuneTheirKeys) {
   using W = q::q8_0;
-  check_tunes_its_key<W, hedge::arch::avx2>(6, false);
+  check_tunes_its_key<W, hedge::arch::avx2>(6);
   EXPECT_FALSE((mm::read_tuner<hedge::arch::avx512vnni, W>(1, 6).decided())) << "another arch";
 }
 

@@ -181,12 +181,10 @@ result<void> gemm(interleaved_view<W> w, matrix_view<const float> x, matrix_view
                        }
                      });
     };
-    // A decode batch streams its weights as a GEMV does, and tunes their read so, where the
-    // arch's gemm_groups takes one (AVX-512 VNNI).
-    if constexpr (matmul::tunes_weight_read<A, W> &&
-                  requires { matmul::gemm_groups(A{}, W{}, w.group(0), w.groups(), w.blocks_per_row(), rows,
-                                                 x.rows(), y.data(), y.stride(), w.rows(), matmul::weight_read{}); }) {
-      if (x.rows() <= matmul::tuned_rows) {
+    // A decode batch streams its weights as a GEMV does, and tunes their read so, up to the
+    // rows the arch's tiles stream.
+    if constexpr (matmul::tuned_read_rows<A, W> >= 1) {
+      if (x.rows() <= matmul::tuned_read_rows<A, W>) {
         matmul::with_weight_read<A, W>(x.rows(), executor.concurrency(), w.bytes(), run);
         return ok();
       }

@@ -172,7 +172,7 @@ result<void> gemv(interleaved_view<W> w, vector_view<const float> x, vector_view
                        }
                      });
     };
-    if constexpr (matmul::tunes_weight_read<A, W>) {
+    if constexpr (matmul::tuned_read_rows<A, W> >= 1) {
       matmul::with_weight_read<A, W>(1, executor.concurrency(), w.bytes(), run);
     } else {
       run();

@@ -31,10 +31,11 @@
 //         32-element sums (from Q8_K's bsums), 4 per super-block, as in ggml's
 //         ggml_vec_dot_q4_K_q8_K: no per-element offset.
 //
-// GEMV (M = 1) of Q4_0, Q8_0, Q5_0 and Q5_1 runs 4 groups at once instead (G = 4,
-// group_tile<1, 4, W>): 4 long weight streams from DRAM, a quarter of the run apart
-// (gemv_streams.hpp), and 4 accumulators as in the GEMM tile; or 2 streams (G = 2), and
-// prefetched or not, as the weight read tuner picks (weight_read.hpp).
+// GEMV (M = 1) and decode batches (M <= 4) of Q4_0, Q8_0, Q5_0 and Q5_1 run several
+// groups at once instead (group_run): 4 long weight streams from DRAM, a quarter of the run
+// apart (gemv_streams.hpp), as G = 4 groups per tile up to 2 rows and two tiles of G = 2
+// from 3 rows on; or 2 streams (G = 2), and prefetched or not, as the weight read tuner
+// picks (weight_read.hpp).
 // One tile skeleton (group_tile: accumulators, block loop, group addressing,
 // prefetch, store) runs every format through its block body (group_block), as the
 // AVX-512 tiles do (pair_tile over pair_block).
@@ -371,7 +372,7 @@ HEDGE_TARGET_AVX2 HEDGE_ALWAYS_INLINE void group_block(const interleaved<quant::
 /// G groups (group t is group_stride groups after group t - 1) x M activation rows:
 /// the tile skeleton (accumulators, block loop, group addressing, prefetch, store) over
 /// the per-format block body group_block. The weights are prefetched as `Prefetch` says
-/// (weight_read.hpp): a GEMV's as tuned (gemv_group_run), a GEMM's into L1.
+/// (weight_read.hpp): a GEMV's and a decode batch's as tuned (group_run), a prefill's into L1.
 template <int M, int G, class W, weight_prefetch Prefetch = weight_prefetch::ahead_into_l1>
 HEDGE_TARGET_AVX2 void group_tile(const typename interleaved<W>::block* group, std::size_t blocks,
                                   const activation_row<W>* x, float* y, std::size_t y_stride, std::size_t valid,
@@ -410,32 +411,42 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
   }
 }
 
-/// Groups per GEMV tile: 4 for Q4_0 and Q8_0 (four long DRAM streams,
+/// Groups per GEMV tile: 4 for Q4_0, Q8_0, Q5_0 and Q5_1 (four long DRAM streams,
 /// gemv_streams.hpp); 1 for Q4_K and Q6_K, whose 4-group tiles are compute-bound and
 /// slower (docs/perf-journal.md, matmul).
 template <class W>
 inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ? 1 : 4;
 
-/// One activation row against `groups` consecutive groups (`valid` rows in all),
-/// prefetched as `Prefetch` says: Q4_0, Q8_0, Q5_0 and Q5_1 read the full groups as
-/// `streams` long streams (gemv_streams.hpp: gemv_streams or 2; a tile takes one group of
-/// each), then the rest in tiles of 2 and 1; Q4_K and Q6_K in tiles of one group, itself
-/// one long stream.
-template <class W, weight_prefetch Prefetch>
-HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
-                                      std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
-                                      std::size_t streams) noexcept {
+/// M activation rows (x[m] against y + m y_stride; M <= stream_rows) against `groups`
+/// consecutive groups (`valid` rows in all), prefetched as `Prefetch` says: Q4_0, Q8_0, Q5_0
+/// and Q5_1 read the full groups as `streams` long streams (gemv_streams.hpp: gemv_streams
+/// or 2), then the rest in tiles of 2 and 1 groups; Q4_K and Q6_K in tiles of one group,
+/// itself one long stream. A tile takes one group of each stream up to 2 rows; from 3 rows
+/// on (whose accumulators would fill the 16 registers) a tile takes one pair of streams,
+/// and the pairs of a step run one after the other, so the streams still advance together.
+inline constexpr int stream_rows = 4;
+static_assert(stream_rows <= tuned_rows, "a decode batch's rows each tune their weight read");
+template <int M, class W, weight_prefetch Prefetch>
+  requires(M <= stream_rows)
+HEDGE_TARGET_AVX2 void group_run(const typename interleaved<W>::block* group, std::size_t groups,
+                                 std::size_t blocks, const activation_row<W>* x, float* y, std::size_t y_stride,
+                                 std::size_t valid, std::size_t streams) noexcept {
   constexpr std::size_t tile = gemv_tile_groups<W>;
   std::size_t t = 0;
   if constexpr (tile == gemv_streams) {
     const stream_split split(groups, valid, streams == 2 ? 2 : gemv_streams);
     for (std::size_t i = 0; i < split.per_stream; ++i) {
-      if (split.streams == 2) {
-        group_tile<1, 2, W, Prefetch>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0,
+      if constexpr (M <= 2) {
+        if (split.streams == gemv_streams) {
+          group_tile<M, gemv_streams, W, Prefetch>(group + i * blocks, blocks, x, y + i * interleave_rows, y_stride,
+                                                   gemv_streams * interleave_rows, split.per_stream);
+          continue;
+        }
+      }
+      for (std::size_t pair = 0; pair < split.streams / 2; ++pair) {
+        const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
+        group_tile<M, 2, W, Prefetch>(group + first * blocks, blocks, x, y + first * interleave_rows, y_stride,
                                       2 * interleave_rows, split.per_stream);
-      } else {
-        group_tile<1, tile, W, Prefetch>(group + i * blocks, blocks, &x, y + i * interleave_rows, 0,
-                                         tile * interleave_rows, split.per_stream);
       }
     }
     t = split.streamed();
@@ -445,28 +456,40 @@ HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* grou
     const std::size_t first = t * interleave_rows;
     const auto* g = group + t * blocks;
     if (tile >= 2 && left >= 2) {
-      group_tile<1, 2, W, Prefetch>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<M, 2, W, Prefetch>(g, blocks, x, y + first, y_stride, valid - first);
       t += 2;
     } else {
-      group_tile<1, 1, W, Prefetch>(g, blocks, &x, y + first, 0, valid - first);
+      group_tile<M, 1, W, Prefetch>(g, blocks, x, y + first, y_stride, valid - first);
       t += 1;
     }
   }
 }
 
-/// gemv_group_run under the weight read `read`.
+/// group_run for a run-time row count (1 .. stream_rows; returns false, nothing done, for
+/// more) under the weight read `read`.
 template <class W>
-HEDGE_TARGET_AVX2 void gemv_group_run(const typename interleaved<W>::block* group, std::size_t groups,
-                                      std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
-                                      weight_read read) noexcept {
-  switch (read.prefetch) {
-    case weight_prefetch::none:
-      return gemv_group_run<W, weight_prefetch::none>(group, groups, blocks, x, y, valid, read.streams);
-    case weight_prefetch::ahead_into_l2:
-      return gemv_group_run<W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, valid, read.streams);
-    case weight_prefetch::ahead_into_l1: break;
+HEDGE_TARGET_AVX2 bool group_run(const typename interleaved<W>::block* group, std::size_t groups, std::size_t blocks,
+                                 const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
+                                 std::size_t valid, weight_read read) noexcept {
+  static_assert(stream_rows == 4, "a case per row count");
+  const auto run = [&]<int M>(std::integral_constant<int, M>) {
+    switch (read.prefetch) {
+      case weight_prefetch::none:
+        return group_run<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid, read.streams);
+      case weight_prefetch::ahead_into_l2:
+        return group_run<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid,
+                                                               read.streams);
+      case weight_prefetch::ahead_into_l1: break;
+    }
+    group_run<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid, read.streams);
+  };
+  switch (rows) {
+    case 1: run(std::integral_constant<int, 1>{}); return true;
+    case 2: run(std::integral_constant<int, 2>{}); return true;
+    case 3: run(std::integral_constant<int, 3>{}); return true;
+    case 4: run(std::integral_constant<int, 4>{}); return true;
+    default: return false;
   }
-  gemv_group_run<W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, valid, read.streams);
 }
 
 }  // namespace avx2
@@ -481,22 +504,40 @@ inline constexpr weight_read avx2_untuned_read{gemv_streams, weight_prefetch::ah
 template <class A>
 concept runs_avx2_gemv = std::is_base_of_v<arch::avx2, A> && !std::is_base_of_v<arch::avx512vnni, A>;
 
-/// The AVX2 GEMV of the formats it reads in 4 streams takes a weight read policy, which
-/// gemv.hpp tunes (weight_read.hpp): on one Zen 5 guest 2 streams read Q8_0 at Qwen3's
-/// shapes at 0.83-0.95 of the bound where 4 read 0.55-0.67, and Q5_0 at 0.67-0.76 where 4
-/// read 0.36-0.50 (docs/perf-journal.md, "The AVX2 tile's read tuned too"). Its decode
-/// batches (group_rows) do not.
+/// The AVX2 GEMV and decode batches of up to avx2::stream_rows rows of the formats it reads
+/// in 4 streams take a weight read policy, which gemv.hpp and gemm.hpp tune
+/// (weight_read.hpp): on one Zen 5 guest 2 streams read Q8_0 at Qwen3's shapes at
+/// 0.82-0.93 of the bound where 4 read 0.55-0.70, and Q5_0 at 0.67-0.80 where 4 read
+/// 0.36-0.51 (docs/perf-journal.md, "The AVX2 tile's read tuned too").
 template <class A, class W>
   requires runs_avx2_gemv<A>
-inline constexpr bool tunes_weight_read<A, W> =
-    Interleavable<W> && static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams;
+inline constexpr std::size_t tuned_read_rows<A, W> =
+    Interleavable<W> && static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams ? avx2::stream_rows : 0;
 
 /// GEMV over a run of consecutive groups (rows 8 * first ...), AVX2, read as `read` says.
 template <Interleavable W>
 void gemv_groups(arch::avx2, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>& x, float* y, std::size_t valid,
                  weight_read read = avx2_untuned_read) noexcept {
-  avx2::gemv_group_run<W>(group, groups, blocks, x, y, valid, read);
+  avx2::group_run<W>(group, groups, blocks, &x, 1, y, 0, valid, read);
+}
+
+/// GEMM over a run of `groups` consecutive groups (`valid` rows in all) and `rows`
+/// activation rows, AVX2, the formats the GEMV reads in 4 streams: up to stream_rows rows
+/// (a decode batch) the full groups as the GEMV streams them, read as `read` says; more
+/// rows group by group (group_rows), whose tiles are compute-bound on one core. Every
+/// row's sums are the GEMV's, in the same order, whichever tile runs it.
+template <Interleavable W>
+  requires(static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams)
+void gemm_groups(arch::avx2, W, const typename interleaved<W>::block* group, std::size_t groups,
+                 std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
+                 std::size_t valid, weight_read read = avx2_untuned_read) noexcept {
+  if (avx2::group_run<W>(group, groups, blocks, x, rows, y, y_stride, valid, read)) return;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t first = g * interleave_rows;
+    const std::size_t left = valid - first < interleave_rows ? valid - first : interleave_rows;
+    avx2::group_rows<W>(group + g * blocks, blocks, x, rows, y + first, y_stride, left);
+  }
 }
 
 /// AVX2 overload, chosen for arch::avx2 and every tag derived from it.

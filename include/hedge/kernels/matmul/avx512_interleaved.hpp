@@ -575,7 +575,7 @@ concept PairTiled = Interleavable<W> && (std::is_same_v<W, quant::q4_0> || std::
 /// prefetch), which gemv.hpp and gemm.hpp tune (weight_read.hpp).
 template <class A, class W>
   requires std::is_base_of_v<arch::avx512vnni, A>
-inline constexpr bool tunes_weight_read<A, W> = PairTiled<W>;
+inline constexpr std::size_t tuned_read_rows<A, W> = PairTiled<W> ? avx512::stream_rows : 0;
 
 /// GEMV over a run of `groups` consecutive groups (`valid` rows in all), AVX-512
 /// VNNI, the PairTiled formats. The run's full groups are read as long streams, as `read`
@@ -591,8 +591,8 @@ void gemv_groups(arch::avx512vnni, W, const typename interleaved<W>::block* grou
     avx512::pair_tile<1, 1, W>(group + g * blocks, blocks, &x, 0, {y + g * interleave_rows, 0, 2 * interleave_rows});
   }
   if (g < groups) {
-    avx2::gemv_group_run<W>(group + g * blocks, groups - g, blocks, x, y + g * interleave_rows,
-                            valid - g * interleave_rows, avx2_untuned_read);
+    avx2::group_run<W>(group + g * blocks, groups - g, blocks, &x, 1, y + g * interleave_rows, 0,
+                       valid - g * interleave_rows, avx2_untuned_read);
   }
 }
 

@@ -35,7 +35,7 @@
 namespace hedge::kernels::matmul {
 
 /// How a streamed tile prefetches its weights (avx512_interleaved.hpp's stream_tiles,
-/// avx2_interleaved.hpp's gemv_group_run).
+/// avx2_interleaved.hpp's group_run).
 ///   none: the hardware prefetchers alone;
 ///   ahead_into_l1: each block's lines `prefetch_bytes` ahead in its stream, into L1 (T0);
 ///   ahead_into_l2: the same lines into L2 only (T1).
@@ -74,12 +74,12 @@ constexpr std::size_t weight_read_index(weight_read read) noexcept {
   return i;
 }
 
-/// Whether arch A's GEMV tiles of format W take a policy, and its decode-batch tiles where
-/// its gemm_groups takes one (specialized where they do: avx512_interleaved.hpp,
+/// The most activation rows for which arch A's GEMV and decode-batch tiles of format W take
+/// a policy: 0 where none do (specialized where they do: avx512_interleaved.hpp,
 /// avx2_interleaved.hpp). A call that does not tune, or not yet, passes no policy, and
 /// the kernel reads as its own default says (the AVX2 tiles: L1 prefetches).
 template <class A, class W>
-inline constexpr bool tunes_weight_read = false;
+inline constexpr std::size_t tuned_read_rows = 0;
 
 /// A policy every call takes instead of the tuned one: `forced_weight_read = i + 1` for
 /// weight_reads[i] (benchmarks compare the policies so); 0 (the default) tunes.
@@ -87,6 +87,7 @@ inline std::atomic<std::uint8_t> forced_weight_read{0};
 
 /// Most activation rows and threads a key tells apart (more share the last key).
 inline constexpr std::size_t tuned_rows = 8;
+static_assert(tuned_rows >= 1);
 inline constexpr std::size_t tuned_threads = 16;
 
 #if HEDGE_SIMD_X86
