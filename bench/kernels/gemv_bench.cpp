@@ -115,7 +115,7 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
       return hedge::kernels::gemv<W, A>(w, {x.data(), s.k}, {y.data(), s.rows}, workspace, pool);
     }
   };
-  // The first calls of each (format, rows, threads) tune the weight read
+  // The first calls of each (arch, format, rows, threads) tune the weight read
   // (matmul/weight_read.hpp): they run before the timed ones, and the counters say which
   // policy the timed ones ran, where the key tuned (calls under min_bytes, and batches of
   // more rows than the arch's tiles stream, run the kernel's default): weight_streams (4
@@ -124,7 +124,9 @@ void gemv_benchmark(benchmark::State& state, shape s, hb::residency where, std::
   namespace mm = hedge::kernels::matmul;
   if constexpr (Interleave && mm::tuned_read_rows<A, W> >= 1) {
     using tuner = mm::weight_read_tuner;
-    for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::tuning_calls; ++i) (void)call();
+    if (batch <= mm::tuned_read_rows<A, W>) {
+      for (std::uint32_t i = 0; i <= tuner::warmup_calls + tuner::tuning_calls; ++i) (void)call();
+    }
   }
 #endif
   const hb::loop_clock clock;

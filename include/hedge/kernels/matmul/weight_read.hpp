@@ -11,9 +11,10 @@
 // second host Q8_0 read 4-6% faster as 2 streams than as 4 at 1 thread (4-15% at 2),
 // where Q4_0 and Q5_0 read 6-18% slower. No fixed choice is right everywhere, so the first
 // calls of each (arch, format, activation rows, threads) try each policy in turn, timed,
-// and the rest run the fastest; the calls before run the kernel's own default. A policy never changes a result bit, only when bytes arrive (which
-// group a row is in does not change its arithmetic), so tuning is safe at any point:
-// outputs are identical under every policy (tests/kernels/weight_read_test.cpp).
+// and the rest run the fastest; the calls before run the kernel's own default. A policy
+// never changes a result bit, only when bytes arrive (which group a row is in does not
+// change its arithmetic), so tuning is safe at any point: outputs are identical under
+// every policy (tests/kernels/weight_read_test.cpp).
 //
 // Tuning counts only calls that stream at least `weight_read_tuner::min_bytes`
 // (smaller matrices stay in cache, where the read barely matters and one call is too
@@ -87,7 +88,6 @@ inline std::atomic<std::uint8_t> forced_weight_read{0};
 
 /// Most activation rows and threads a key tells apart (more share the last key).
 inline constexpr std::size_t tuned_rows = 8;
-static_assert(tuned_rows >= 1);
 inline constexpr std::size_t tuned_threads = 16;
 
 #if HEDGE_SIMD_X86
