@@ -471,25 +471,9 @@ template <class W>
 HEDGE_TARGET_AVX2 bool group_run(const typename interleaved<W>::block* group, std::size_t groups, std::size_t blocks,
                                  const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                                  std::size_t valid, weight_read read) noexcept {
-  static_assert(stream_rows == 4, "a case per row count");
-  const auto run = [&]<int M>(std::integral_constant<int, M>) {
-    switch (read.prefetch) {
-      case weight_prefetch::none:
-        return group_run<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid, read.streams);
-      case weight_prefetch::ahead_into_l2:
-        return group_run<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid,
-                                                               read.streams);
-      case weight_prefetch::ahead_into_l1: break;
-    }
-    group_run<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid, read.streams);
-  };
-  switch (rows) {
-    case 1: run(std::integral_constant<int, 1>{}); return true;
-    case 2: run(std::integral_constant<int, 2>{}); return true;
-    case 3: run(std::integral_constant<int, 3>{}); return true;
-    case 4: run(std::integral_constant<int, 4>{}); return true;
-    default: return false;
-  }
+  return visit_read<stream_rows>(rows, read.prefetch, [&](auto m, auto prefetch) {
+    group_run<m.value, W, prefetch.value>(group, groups, blocks, x, y, y_stride, valid, read.streams);
+  });
 }
 
 }  // namespace avx2

@@ -536,30 +536,11 @@ HEDGE_TARGET_AVX512VNNI std::size_t stream_rows_tiles(const typename interleaved
                                                       std::size_t blocks, const activation_row<W>* x, std::size_t rows,
                                                       float* y, std::size_t y_stride, std::size_t valid,
                                                       weight_read read) noexcept {
-  static_assert(stream_rows == 8, "a case per row count");
-  const auto run = [&]<int M>(std::integral_constant<int, M>) {
-    switch (read.prefetch) {
-      case weight_prefetch::ahead_into_l1:
-        return stream_tiles<M, W, weight_prefetch::ahead_into_l1>(group, groups, blocks, x, y, y_stride, valid,
-                                                                  read.streams);
-      case weight_prefetch::ahead_into_l2:
-        return stream_tiles<M, W, weight_prefetch::ahead_into_l2>(group, groups, blocks, x, y, y_stride, valid,
-                                                                  read.streams);
-      case weight_prefetch::none: break;
-    }
-    return stream_tiles<M, W, weight_prefetch::none>(group, groups, blocks, x, y, y_stride, valid, read.streams);
-  };
-  switch (rows) {
-    case 1: return run(std::integral_constant<int, 1>{});
-    case 2: return run(std::integral_constant<int, 2>{});
-    case 3: return run(std::integral_constant<int, 3>{});
-    case 4: return run(std::integral_constant<int, 4>{});
-    case 5: return run(std::integral_constant<int, 5>{});
-    case 6: return run(std::integral_constant<int, 6>{});
-    case 7: return run(std::integral_constant<int, 7>{});
-    case 8: return run(std::integral_constant<int, 8>{});
-    default: return 0;
-  }
+  std::size_t done = 0;
+  visit_read<stream_rows>(rows, read.prefetch, [&](auto m, auto prefetch) {
+    done = stream_tiles<m.value, W, prefetch.value>(group, groups, blocks, x, y, y_stride, valid, read.streams);
+  });
+  return done;
 }
 
 }  // namespace avx512

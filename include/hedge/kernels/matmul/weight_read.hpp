@@ -29,6 +29,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
+#include <utility>
 
 #include "hedge/compiler/intrinsics.hpp"
 #include "hedge/kernels/matmul/gemv_streams.hpp"
@@ -68,11 +70,26 @@ constexpr const char* name(weight_prefetch p) noexcept {
   return "?";
 }
 
-/// The index of `read` in weight_reads (weight_read_policies if it is none of them).
-constexpr std::size_t weight_read_index(weight_read read) noexcept {
-  std::size_t i = 0;
-  while (i < weight_read_policies && !(weight_reads[i] == read)) ++i;
-  return i;
+/// Calls f(std::integral_constant<int, M>{}, std::integral_constant<weight_prefetch, P>{})
+/// for the run-time row count `rows` = M (1 .. Most) and prefetch P: how a streamed tile
+/// templated on both is picked for one call. Returns false, calling nothing, for other row
+/// counts.
+template <int Most, class F>
+bool visit_read(std::size_t rows, weight_prefetch prefetch, F&& f) {
+  const auto with_prefetch = [&]<int M>(std::integral_constant<int, M> m) {
+    switch (prefetch) {
+      case weight_prefetch::ahead_into_l1:
+        return f(m, std::integral_constant<weight_prefetch, weight_prefetch::ahead_into_l1>{});
+      case weight_prefetch::ahead_into_l2:
+        return f(m, std::integral_constant<weight_prefetch, weight_prefetch::ahead_into_l2>{});
+      case weight_prefetch::none: break;
+    }
+    f(m, std::integral_constant<weight_prefetch, weight_prefetch::none>{});
+  };
+  return [&]<int... M>(std::integer_sequence<int, M...>) {
+    return ((rows == static_cast<std::size_t>(M + 1) && (with_prefetch(std::integral_constant<int, M + 1>{}), true)) ||
+            ...);
+  }(std::make_integer_sequence<int, Most>{});
 }
 
 /// The most activation rows for which arch A's GEMV and decode-batch tiles of format W take
