@@ -136,6 +136,45 @@ TEST(Q4_0, FirstValueOfLargestMagnitudeSetsTheSign) {
   EXPECT_EQ(b.qs[7] & 0x0F, 15);  // (int8)(16.5) = 16 -> 15: -8 is stored as -7
 }
 
+// ggml's loops (quants.c: quantize_row_q4_0_ref's and quantize_row_q8_0_ref's), the
+// specification of the branch-free helpers.
+float ggml_signed_absmax(const std::vector<float>& x) {
+  float amax = 0.f, max = 0.f;
+  for (float v : x) {
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  return max;
+}
+float ggml_amax(const std::vector<float>& x) {
+  float amax = 0.f;
+  for (float v : x) amax = amax > std::fabs(v) ? amax : std::fabs(v);
+  return amax;
+}
+
+TEST(BlockFormat, LargestMagnitudeHelpersAreGgmlsLoops) {
+  std::mt19937 rng(29);
+  const float specials[] = {0.f, -0.f, 1.f, -1.f, 3.5f, -3.5f, std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(), 65504.f, -65504.f,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  std::uniform_int_distribution<int> kind(0, 3), pick(0, 11), small(-3, 3), size(1, 300);
+  std::normal_distribution<float> normal(0.f, 10.f);
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::vector<float> x(static_cast<std::size_t>(size(rng)));
+    for (float& v : x) {
+      const int k = kind(rng);  // many ties, signed zeros and infinities
+      v = k == 0 ? specials[pick(rng)] : k == 1 ? static_cast<float>(small(rng)) : normal(rng);
+    }
+    const float want_signed = ggml_signed_absmax(x), got_signed = q::detail::signed_absmax(x);
+    const float want_amax = ggml_amax(x), got_amax = q::detail::largest_magnitude(x);
+    ASSERT_EQ(std::memcmp(&want_signed, &got_signed, 4), 0) << trial << ": " << want_signed << " " << got_signed;
+    ASSERT_EQ(std::memcmp(&want_amax, &got_amax, 4), 0) << trial << ": " << want_amax << " " << got_amax;
+  }
+  EXPECT_EQ(std::signbit(q::detail::signed_absmax(std::vector<float>{-0.f, -0.f})), false);  // ggml's +0
+}
+
 TEST(Q4_K, ScaleMinPackingRoundTrips) {
   // Pack 6-bit values the way the quantizer does and unpack them again.
   std::uint8_t packed[12] = {};

@@ -40,8 +40,7 @@ struct q8_0 {
   using activation = q8_0;
 
   static void quantize_block(std::span<const float, block_elements> x, block& out) noexcept {
-    float amax = 0.f;
-    for (float v : x) amax = amax > std::fabs(v) ? amax : std::fabs(v);  // not fmax: a libm call
+    const float amax = detail::largest_magnitude(x);
     const float d = amax / 127.f;
     const float inverse = d != 0.f && std::isfinite(1.f / d) ? 1.f / d : 0.f;
     out.d = f32_to_f16(d);
