@@ -1,4 +1,4 @@
-// hedge/compiler/barrier.hpp: a register barrier.
+// hedge/compiler/barrier.hpp: a register barrier and a compiler fence.
 //
 // `opaque(v)` returns v as a value the compiler can neither see through nor
 // rebuild: an empty asm statement that claims to modify the vector register
@@ -45,5 +45,11 @@ HEDGE_ALWAYS_INLINE V opaque(V v) noexcept {
   return v;
 }
 #endif
+
+/// A compiler fence: no instruction, but GCC neither merges nor moves memory accesses
+/// across it. Between two stretches of unrolled work that read the same memory (two weight
+/// pairs against the same activation), it keeps the second's loads where they are written,
+/// where GCC would otherwise hoist them into the first and spill what no longer fits.
+HEDGE_ALWAYS_INLINE void fence() noexcept { __asm__ volatile("" ::: "memory"); }
 
 }  // namespace hedge::compiler
