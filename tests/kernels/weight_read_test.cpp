@@ -201,17 +201,19 @@ TEST(WeightRead, EveryPolicyGivesTheSameBits) { check_same_bits_every_format<hed
 TEST(WeightRead, EveryPolicyGivesTheSameBitsOnAvx2) { check_same_bits_every_format<hedge::arch::avx2>(); }
 
 TEST(WeightRead, TheArchsThatTuneAndWhat) {
-  // The AVX2 tiles stream (and tune) up to 4 activation rows of the formats they read 4
-  // groups at a time; Q4_K and Q6_K's AVX2 tile reads one group at a time.
+  // The AVX2 tiles stream (and tune) up to 4 activation rows of every format they run.
   static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q4_0> == 4);
   static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q8_0> == 4);
   static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q5_1> == 4);
-  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q4_k> == 0);
-  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q6_k> == 0);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q4_k> == 4);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx2, q::q6_k> == 4);
   static_assert(mm::tuned_read_rows<hedge::arch::avx512vnni, q::q4_k> == 8);
   // avx512bw (AVX-512 without VNNI) runs the AVX2 tiles, and tunes them as avx2 does.
   static_assert(mm::tuned_read_rows<hedge::arch::avx512bw, q::q8_0> == 4);
-  static_assert(mm::tuned_read_rows<hedge::arch::avx512bw, q::q4_k> == 0);
+  static_assert(mm::tuned_read_rows<hedge::arch::avx512bw, q::q4_k> == 4);
+  // The K-quants' AVX2 tiles take at most 2 groups (their 4-group tile spills).
+  static_assert(mm::avx2::gemv_tile_groups<q::q4_k> == 2 && mm::avx2::gemv_tile_groups<q::q6_k> == 2);
+  static_assert(mm::avx2::gemv_tile_groups<q::q4_0> == 4);
   static_assert(mm::tuned_read_rows<hedge::arch::scalar, q::q8_0> == 0);
   // Their defaults: the AVX2 tiles prefetch into L1, the AVX-512 ones leave it to the
   // hardware (docs/matmul.md, "Weight read tuned per CPU").
@@ -228,7 +230,8 @@ void check_tunes_its_key(std::size_t threads) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
     constexpr std::size_t streamed = mm::tuned_read_rows<A, W>, most = mm::tuned_rows;
     static_assert(streamed >= 1);
-    const std::size_t n = 272, kk = 4096;  // 1.1 MiB of Q8_0
+    const std::size_t kk = 4096;  // rows for just over 1 MiB (Q8_0: 272, Q4_K: 464)
+    const std::size_t n = (tuner_t::min_bytes / (kk / W::block_elements * sizeof(typename W::block)) / 16 + 1) * 16;
     hedge::test::quantized_matrix<W> w(n, kk, 21);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
     ASSERT_TRUE((k::repack<W>(w.view(), {storage.data(), storage.size()})));
@@ -277,6 +280,7 @@ TEST(WeightRead, AnAvx2GemvAndItsBatchesTuneTheirKeys) {
   using W = q::q8_0;
   check_tunes_its_key<W, hedge::arch::avx2>(6);
   EXPECT_FALSE((mm::read_tuner<hedge::arch::avx512vnni, W>(1, 6).decided())) << "another arch";
+  check_tunes_its_key<q::q4_k, hedge::arch::avx2>(7);
 }
 
 #endif  // HEDGE_SIMD_X86

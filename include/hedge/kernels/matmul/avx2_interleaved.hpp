@@ -411,19 +411,21 @@ HEDGE_TARGET_AVX2 void group_rows(const typename interleaved<W>::block* group, s
   }
 }
 
-/// Groups per GEMV tile: 4 for Q4_0, Q8_0, Q5_0 and Q5_1 (four long DRAM streams,
-/// gemv_streams.hpp); 1 for Q4_K and Q6_K, whose 4-group tiles are compute-bound and
-/// slower (docs/perf-journal.md, matmul).
+/// Groups per tile, at most, of the streamed GEMV and decode batches: 4 for Q4_0, Q8_0,
+/// Q5_0 and Q5_1 up to 2 rows (four long DRAM streams, gemv_streams.hpp); 2 for Q4_K and
+/// Q6_K, whose 4-group tile keeps 16 accumulators at one row and spilled on Zen 3 (0.83-0.91x
+/// one group per tile, docs/perf-journal.md, matmul), so their 4 streams run as two pair
+/// tiles one after the other, as every format's do from 3 rows on.
 template <class W>
-inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ? 1 : 4;
+inline constexpr int gemv_tile_groups = std::is_same_v<W, quant::q4_k> || std::is_same_v<W, quant::q6_k> ? 2 : 4;
 
 /// M activation rows (x[m] against y + m y_stride; M <= stream_rows) against `groups`
-/// consecutive groups (`valid` rows in all), prefetched as `Prefetch` says: Q4_0, Q8_0, Q5_0
-/// and Q5_1 read the full groups as `streams` long streams (gemv_streams.hpp: gemv_streams
-/// or 2), then the rest in tiles of 2 and 1 groups; Q4_K and Q6_K in tiles of one group,
-/// itself one long stream. A tile takes one group of each stream up to 2 rows; from 3 rows
-/// on (whose accumulators would fill the 16 registers) a tile takes one pair of streams,
-/// and the pairs of a step run one after the other, so the streams still advance together.
+/// consecutive groups (`valid` rows in all), prefetched as `Prefetch` says: the full groups
+/// as `streams` long streams (gemv_streams.hpp: gemv_streams or 2), then the rest in tiles
+/// of 2 and 1 groups. A tile takes one group of each stream up to 2 rows where the format's
+/// tiles take 4 groups; else (from 3 rows on, whose accumulators would fill the 16
+/// registers, and for Q4_K and Q6_K) a tile takes one pair of streams, and the pairs of a
+/// step run one after the other, so the streams still advance together.
 inline constexpr int stream_rows = 4;
 static_assert(stream_rows <= tuned_rows, "a decode batch's rows each tune their weight read");
 template <int M, class W, weight_prefetch Prefetch>
@@ -431,31 +433,27 @@ template <int M, class W, weight_prefetch Prefetch>
 HEDGE_TARGET_AVX2 void group_run(const typename interleaved<W>::block* group, std::size_t groups,
                                  std::size_t blocks, const activation_row<W>* x, float* y, std::size_t y_stride,
                                  std::size_t valid, std::size_t streams) noexcept {
-  constexpr std::size_t tile = gemv_tile_groups<W>;
-  std::size_t t = 0;
-  if constexpr (tile == gemv_streams) {
-    const stream_split split(groups, valid, streams == 2 ? 2 : gemv_streams);
-    for (std::size_t i = 0; i < split.per_stream; ++i) {
-      if constexpr (M <= 2) {
-        if (split.streams == gemv_streams) {
-          group_tile<M, gemv_streams, W, Prefetch>(group + i * blocks, blocks, x, y + i * interleave_rows, y_stride,
-                                                   gemv_streams * interleave_rows, split.per_stream);
-          continue;
-        }
-      }
-      for (std::size_t pair = 0; pair < split.streams / 2; ++pair) {
-        const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
-        group_tile<M, 2, W, Prefetch>(group + first * blocks, blocks, x, y + first * interleave_rows, y_stride,
-                                      2 * interleave_rows, split.per_stream);
+  const stream_split split(groups, valid, streams == 2 ? 2 : gemv_streams);
+  for (std::size_t i = 0; i < split.per_stream; ++i) {
+    if constexpr (M <= 2 && static_cast<std::size_t>(gemv_tile_groups<W>) == gemv_streams) {
+      if (split.streams == gemv_streams) {
+        group_tile<M, gemv_streams, W, Prefetch>(group + i * blocks, blocks, x, y + i * interleave_rows, y_stride,
+                                                 gemv_streams * interleave_rows, split.per_stream);
+        continue;
       }
     }
-    t = split.streamed();
+    for (std::size_t pair = 0; pair < split.streams / 2; ++pair) {
+      const std::size_t first = 2 * pair * split.per_stream + i;  // this pair's group in stream 2 pair
+      group_tile<M, 2, W, Prefetch>(group + first * blocks, blocks, x, y + first * interleave_rows, y_stride,
+                                    2 * interleave_rows, split.per_stream);
+    }
   }
+  std::size_t t = split.streamed();
   while (t < groups) {
     const std::size_t left = groups - t;
     const std::size_t first = t * interleave_rows;
     const auto* g = group + t * blocks;
-    if (tile >= 2 && left >= 2) {
+    if (left >= 2) {
       group_tile<M, 2, W, Prefetch>(g, blocks, x, y + first, y_stride, valid - first);
       t += 2;
     } else {
@@ -488,15 +486,15 @@ inline constexpr weight_read avx2_untuned_read{gemv_streams, weight_prefetch::ah
 template <class A>
 concept runs_avx2_gemv = std::is_base_of_v<arch::avx2, A> && !std::is_base_of_v<arch::avx512vnni, A>;
 
-/// The AVX2 GEMV and decode batches of up to avx2::stream_rows rows of the formats it reads
-/// in 4 streams take a weight read policy, which gemv.hpp and gemm.hpp tune
-/// (weight_read.hpp): on one Zen 5 guest 2 streams read Q8_0 at Qwen3's shapes at
-/// 0.82-0.93 of the bound where 4 read 0.55-0.70, and Q5_0 at 0.67-0.80 where 4 read
-/// 0.36-0.51 (docs/perf-journal.md, "The AVX2 tile's read tuned too").
+/// The AVX2 GEMV and decode batches of up to avx2::stream_rows rows take a weight read
+/// policy, which gemv.hpp and gemm.hpp tune (weight_read.hpp): on one Zen 5 guest 2 streams
+/// read Q8_0 at Qwen3's shapes at 0.82-0.93 of the bound where 4 read 0.55-0.70, and Q5_0
+/// at 0.67-0.80 where 4 read 0.36-0.51 (docs/perf-journal.md, "The AVX2 tile's read tuned
+/// too"); Q4_K and Q6_K, read as one stream per group before, 0.83 and 0.94 where they read
+/// 0.74 and 0.76 ("The AVX2 K-quant tiles streamed").
 template <class A, class W>
   requires runs_avx2_gemv<A>
-inline constexpr std::size_t tuned_read_rows<A, W> =
-    Interleavable<W> && static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams ? avx2::stream_rows : 0;
+inline constexpr std::size_t tuned_read_rows<A, W> = Interleavable<W> ? avx2::stream_rows : 0;
 
 /// GEMV over a run of consecutive groups (rows 8 * first ...), AVX2, read as `read` says.
 template <Interleavable W>
@@ -507,12 +505,11 @@ void gemv_groups(arch::avx2, W, const typename interleaved<W>::block* group, std
 }
 
 /// GEMM over a run of `groups` consecutive groups (`valid` rows in all) and `rows`
-/// activation rows, AVX2, the formats the GEMV reads in 4 streams: up to stream_rows rows
-/// (a decode batch) the full groups as the GEMV streams them, read as `read` says; more
-/// rows group by group (group_rows), whose tiles are compute-bound on one core. Every
-/// row's sums are the GEMV's, in the same order, whichever tile runs it.
+/// activation rows, AVX2: up to stream_rows rows (a decode batch) the full groups as the
+/// GEMV streams them, read as `read` says; more rows group by group (group_rows), whose
+/// tiles are compute-bound on one core. Every row's sums are the GEMV's, in the same order,
+/// whichever tile runs it.
 template <Interleavable W>
-  requires(static_cast<std::size_t>(avx2::gemv_tile_groups<W>) == gemv_streams)
 void gemm_groups(arch::avx2, W, const typename interleaved<W>::block* group, std::size_t groups,
                  std::size_t blocks, const activation_row<W>* x, std::size_t rows, float* y, std::size_t y_stride,
                  std::size_t valid, weight_read read = avx2_untuned_read) noexcept {
