@@ -490,8 +490,8 @@ concept runs_avx2_gemv = std::is_base_of_v<arch::avx2, A> && !std::is_base_of_v<
 /// policy, which gemv.hpp and gemm.hpp tune (weight_read.hpp): on one Zen 5 guest 2 streams
 /// read Q8_0 at Qwen3's shapes at 0.82-0.93 of the bound where 4 read 0.55-0.70, and Q5_0
 /// at 0.67-0.80 where 4 read 0.36-0.51 (docs/perf-journal.md, "The AVX2 tile's read tuned
-/// too"); Q4_K and Q6_K, read as one stream per group before, 0.83 and 0.94 where they read
-/// 0.74 and 0.76 ("The AVX2 K-quant tiles streamed").
+/// too"); Q4_K and Q6_K, read as one stream per group before, 0.87-0.96 at 1 thread where
+/// they read 0.73-0.81 ("The AVX2 K-quant tiles streamed").
 template <class A, class W>
   requires runs_avx2_gemv<A>
 inline constexpr std::size_t tuned_read_rows<A, W> = Interleavable<W> ? avx2::stream_rows : 0;
