@@ -230,7 +230,7 @@ void check_tunes_its_key(std::size_t threads) {
     if (!A::supported()) GTEST_SKIP() << "this CPU cannot run " << A::name;
     constexpr std::size_t streamed = mm::tuned_read_rows<A, W>, most = mm::tuned_rows;
     static_assert(streamed >= 1);
-    const std::size_t kk = 4096;  // rows for just over 1 MiB (Q8_0: 272, Q4_K: 464)
+    const std::size_t kk = 4096;  // rows for just over 1 MiB (Q8_0: 256, Q4_K: 464)
     const std::size_t n = (tuner_t::min_bytes / (kk / W::block_elements * sizeof(typename W::block)) / 16 + 1) * 16;
     hedge::test::quantized_matrix<W> w(n, kk, 21);
     std::vector<typename k::interleaved<W>::block> storage(k::interleaved_blocks<W>(n, kk));
