@@ -15,6 +15,9 @@
 // The hot rows (1.1 MB of Q4_0, in cache) are the tile's arithmetic ceiling. M sessions
 // can at best take max(the M = 1 cold time, the cold shape's operations at the hot
 // GFLOPs): below that the weights' streaming binds, above it the arithmetic does.
+// Every GEMV and GEMM call first quantizes its activation rows (matmul::prepare_activation):
+//   activation/<q8_0|q8_k>/prepare/<K>/hot/threads:1
+// bytes_per_second counts the floats read (an activation is in cache: hot only).
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -209,7 +212,36 @@ void register_gemv() {
   register_variant<W, hedge::arch::scalar>();
 }
 
+/// One activation row of K floats quantized as the kernels of W read it (W's activation
+/// format), on the calling thread as gemv.hpp does.
+template <class W>
+void register_activation(std::size_t k) {
+  hb::register_benchmark(
+      hb::benchmark_name("activation/" + std::string(W::activation::name), "prepare", std::to_string(k),
+                         hb::residency::hot, 1),
+      [k](benchmark::State& state) {
+        const auto x = hb::pseudo_random_floats(k, 12);
+        std::vector<std::byte> workspace(hedge::kernels::gemv_workspace_bytes<W>(k));
+        const hb::loop_clock clock;
+        for (auto _ : state) {
+          const auto row = hedge::kernels::matmul::prepare_activation<W>({x.data(), k}, workspace.data());
+          if (!row) {
+            state.SkipWithError(row.error().c_str());
+            break;
+          }
+          benchmark::DoNotOptimize(workspace.data());
+          benchmark::ClobberMemory();
+        }
+        hb::set_bandwidth_counters(state, static_cast<double>(k * sizeof(float)), 1, hb::residency::hot, clock);
+      });
+}
+
 const bool gemv_registered = [] {
+  hb::begin_family("activation");
+  for (std::size_t k : {std::size_t{4096}, std::size_t{11008}}) {
+    register_activation<q::q4_0>(k);  // Q8_0
+    register_activation<q::q4_k>(k);  // Q8_K
+  }
   register_gemv<q::q4_0>();
   register_gemv<q::q8_0>();
   register_gemv<q::q5_0>();

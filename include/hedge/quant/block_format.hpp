@@ -115,8 +115,9 @@ inline std::int32_t largest_magnitude_bits(std::span<const float> x) noexcept {
   return largest;
 }
 
-/// The largest |v| of x, for finite x (ggml's `MAX(amax, fabsf(v))` loop): Q8_0's quantizer
-/// 2.1x faster than with that loop, 32 floats, g++ 12 -O3 -march=native, Zen 5.
+/// The largest |v| of x, for finite x (ggml's `MAX(amax, fabsf(v))` loop): Q8_0 activation
+/// rows 1.78x as fast as with that loop (activation/q8_0/prepare, bench/kernels/gemv_bench.cpp;
+/// g++ 12 -O3 -march=native, Zen 5).
 inline float largest_magnitude(std::span<const float> x) noexcept {
   return std::bit_cast<float>(largest_magnitude_bits(x));
 }
@@ -125,7 +126,7 @@ inline float largest_magnitude(std::span<const float> x) noexcept {
 /// an all-zero block, as ggml's loop leaves it): ggml's symmetric quantizers (Q4_0, Q5_0,
 /// Q8_K) scale by it so that it lands on the lowest level. Two branch-free passes, the
 /// largest magnitude and then the first element that has it, which vectorise; ggml's one
-/// compare-and-keep loop does not (Q8_K's activation quantizer 2.4x faster, 4096 floats).
+/// compare-and-keep loop does not (Q8_K activation rows 2.57x as fast: activation/q8_k/prepare).
 inline float signed_absmax(std::span<const float> x) noexcept {
   const float largest = largest_magnitude(x);
   if (largest == 0.f) return 0.f;
